@@ -1,0 +1,95 @@
+"""``compare()``: run + evaluate + analyze + report in one call."""
+
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._analysis import Analysis, Regression, analyze
+from ._config import Config
+from ._io import atomic_write_json, atomic_write_jsonl
+from ._models import Call, Example
+from ._report import build_report, write_report
+from ._run import run
+from ._suite import DEFAULT_BASE, load_suite, suite_path
+from .evaluators import build_evaluators, evaluate_run
+
+
+@dataclass
+class Comparison:
+    """The outcome of one source/target comparison."""
+
+    run_id: str
+    run_dir: Path
+    analysis: Analysis
+    report_path: Path
+
+    @property
+    def verdict(self) -> str:
+        return self.analysis.verdict
+
+    @property
+    def regressions(self) -> list[Regression]:
+        return self.analysis.regressions
+
+    def _repr_html_(self) -> str:
+        a = self.analysis
+        items = "".join(f"<li>{html.escape(r)}</li>" for r in a.reasons[:8])
+        return (
+            f"<div><strong>EvalShift verdict: {html.escape(a.verdict.upper())}</strong>"
+            f"<ul>{items}</ul><small>{html.escape(str(self.report_path))}</small></div>"
+        )
+
+
+def evaluate_and_report(
+    run_dir: Path, manifest: dict[str, Any], examples: list[Example], calls: list[Call], config: Config
+) -> tuple[Analysis, Path]:
+    """Score a finished run, analyse it and write scores, analysis and report files."""
+    scores = evaluate_run(examples, calls, config.evaluators)
+    atomic_write_jsonl(run_dir / "scores.jsonl", (s.model_dump(mode="json") for s in scores))
+    floors = {(ev.type_name, ev.name): ev.severity_floor for ev in build_evaluators(config.evaluators)}
+    analysis = analyze(scores, alpha=config.migration_policy.alpha, severity_floors=floors)
+    atomic_write_json(run_dir / "analysis.json", analysis.model_dump(mode="json"))
+    report_path = write_report(run_dir, build_report(analysis, examples, calls, manifest))
+    return analysis, report_path
+
+
+def compare(
+    suite: str | os.PathLike[str] | list[Example],
+    *,
+    source: str,
+    target: str,
+    config: Config | Mapping[str, Any] | None = None,
+    out_dir: str | os.PathLike[str] | None = None,
+    providers: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Comparison:
+    """Replay ``suite`` through both models, score, analyse and write the report.
+
+    ``suite`` is a suite name under ``<base>/suites``, a path to a suite file, or examples.
+    ``out_dir`` is the base folder (default ``.evalshift``).
+    """
+    cfg = config if isinstance(config, Config) else Config.model_validate(dict(config or {}))
+    base = Path(out_dir or DEFAULT_BASE)
+    suite_name = None
+    if isinstance(suite, list):
+        examples = suite
+    else:
+        path = Path(suite)
+        if not path.suffix:
+            suite_name = str(suite)
+            path = suite_path(base, suite_name)
+        else:
+            suite_name = path.stem
+        examples = load_suite(path)
+    merged = {k: dict(v) for k, v in cfg.providers.items()}
+    for k, v in (providers or {}).items():
+        merged.setdefault(k, {}).update(v)
+    template = cfg.template_for(examples[0].prompt_id if examples else None)
+    result = run(examples, source=source, target=target, base=base, suite_name=suite_name,
+                 providers=merged, template=template)
+    analysis, report_path = evaluate_and_report(result.run_dir, result.manifest, examples, result.calls, cfg)
+    return Comparison(run_id=result.run_id, run_dir=result.run_dir, analysis=analysis, report_path=report_path)

@@ -1,0 +1,138 @@
+"""EvalShift capture SDK: record what an agent offered, what the model requested, what ran.
+
+``import evalshift_sdk`` loads only wrapt, OpenTelemetry and orjson; provider SDKs are patched
+lazily by :func:`init`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ._guard import capture_internal_exceptions
+from ._runtime import current_turn, record_tool, run_in_turn, tool, turn
+
+__all__ = ["init", "shutdown", "turn", "tool", "record_tool", "run_in_turn", "is_enabled"]
+__version__ = "0.1.0"
+
+logger = logging.getLogger("evalshift_sdk")
+
+DEFAULT_CAPTURE_DIR = ".evalshift/captures"
+_atexit_registered = False
+
+
+def _env_enabled() -> bool:
+    return os.environ.get("EVALSHIFT_CAPTURE", "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def is_enabled() -> bool:
+    """True while capture is on (between :func:`init` and :func:`shutdown`)."""
+    from ._runtime import get_runtime
+
+    return get_runtime() is not None
+
+
+def init(
+    capture_dir: str | os.PathLike[str] | None = None,
+    *,
+    enabled: bool | None = None,
+    providers: Iterable[str] | None = None,
+    sample_rate: float = 1.0,
+    redact: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    max_file_bytes: int | None = None,
+    service_name: str | None = None,
+) -> bool:
+    """Start capturing; patch the installed provider SDKs. Idempotent; returns whether capture is on.
+
+    ``enabled=None`` reads ``EVALSHIFT_CAPTURE``; ``capture_dir=None`` reads
+    ``EVALSHIFT_CAPTURE_DIR``, else ``.evalshift/captures``. ``providers`` names the SDKs to
+    patch (default: every installed one); a provider named here that cannot be patched raises.
+    """
+    from . import _runtime as rt_mod
+    from .instrumentation import instrument
+
+    if enabled is None:
+        enabled = _env_enabled()
+    if not enabled:
+        return False
+    with rt_mod._runtime_lock:
+        if rt_mod.get_runtime() is not None:
+            return True
+        directory = os.fspath(capture_dir or os.environ.get("EVALSHIFT_CAPTURE_DIR") or DEFAULT_CAPTURE_DIR)
+        rt = _build_runtime(directory, sample_rate, redact, max_file_bytes, service_name)
+        rt_mod.set_runtime(rt)
+        instrument(providers)
+        global _atexit_registered
+        if not _atexit_registered:
+            atexit.register(shutdown)
+            _atexit_registered = True
+    return True
+
+
+def _build_runtime(
+    directory: str,
+    sample_rate: float,
+    redact: Callable[[dict[str, Any]], dict[str, Any]] | None,
+    max_file_bytes: int | None,
+    service_name: str | None,
+) -> Any:
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    from . import _attributes as A
+    from ._exporter import DEFAULT_MAX_BYTES, JsonLinesSpanExporter, ToolsetStore
+    from ._runtime import Runtime
+
+    toolsets = ToolsetStore()
+    exporter = JsonLinesSpanExporter(
+        directory, toolsets, max_bytes=max_file_bytes or DEFAULT_MAX_BYTES, redact=redact
+    )
+    resource = Resource.create({"service.name": service_name or "evalshift-captured-agent"})
+    # Private provider: never registered globally, so the host's OpenTelemetry stays untouched.
+    provider = TracerProvider(resource=resource)
+    provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=1000))
+    tracer = provider.get_tracer(A.SCOPE_NAME, __version__)
+    return Runtime(
+        tracer=tracer,
+        provider=provider,
+        exporter=exporter,
+        toolsets=toolsets,
+        capture_dir=directory,
+        sample_rate=max(0.0, min(1.0, float(sample_rate))),
+    )
+
+
+def flush(timeout_millis: int = 30000) -> bool:
+    """Write every finished span now (blocks up to ``timeout_millis``)."""
+    from ._runtime import get_runtime
+
+    rt = get_runtime()
+    if rt is None:
+        return True
+    ok = False
+    with capture_internal_exceptions("flush"):
+        ok = bool(rt.provider.force_flush(timeout_millis))
+    return ok
+
+
+def shutdown() -> None:
+    """Flush captures and restore the provider SDKs. Safe to call twice; also runs at exit."""
+    from . import _runtime as rt_mod
+    from .instrumentation import uninstrument
+
+    with rt_mod._runtime_lock:
+        rt = rt_mod.get_runtime()
+        with capture_internal_exceptions("shutdown.uninstrument"):
+            uninstrument()
+        if rt is None:
+            return
+        rt_mod.set_runtime(None)
+        with capture_internal_exceptions("shutdown.flush"):
+            rt.provider.shutdown()
+
+
+__all__ += ["flush", "current_turn"]

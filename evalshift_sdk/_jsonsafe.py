@@ -1,0 +1,34 @@
+"""Turn arbitrary host values into JSON text without ever raising on the host's data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+
+def _fallback(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        return to_dict()
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return repr(value)
+
+
+def dumps(value: Any) -> str:
+    """JSON text for ``value``; unserialisable parts become their ``repr``."""
+    try:
+        return orjson.dumps(value, default=_fallback, option=orjson.OPT_NON_STR_KEYS).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return orjson.dumps(repr(value)).decode()
+
+
+def to_plain(value: Any) -> Any:
+    """A JSON-compatible copy of ``value`` (round-trips through :func:`dumps`)."""
+    return orjson.loads(dumps(value))

@@ -1,0 +1,297 @@
+"""Process-wide capture state: the private tracer provider, turns, and the executed side.
+
+Our TracerProvider is private and never registered globally, so the host's own OpenTelemetry
+setup (and any provider SDK that emits spans through the global provider) is left untouched.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import inspect
+import random
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from . import _attributes as A
+from ._guard import capture_internal_exceptions
+from ._jsonsafe import dumps
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass
+class Runtime:
+    tracer: Any
+    provider: Any
+    exporter: Any
+    toolsets: Any
+    capture_dir: str
+    sample_rate: float = 1.0
+
+
+_runtime: Runtime | None = None
+_runtime_lock = threading.RLock()
+
+
+def get_runtime() -> Runtime | None:
+    return _runtime
+
+
+def set_runtime(rt: Runtime | None) -> None:
+    global _runtime
+    _runtime = rt
+
+
+@dataclass
+class RequestedCall:
+    call_id: str | None
+    tool_name: str
+    arguments: Any
+    executed: bool = False
+
+
+@dataclass
+class TurnState:
+    """What one agent turn keeps while it is open; dropped when the turn ends."""
+
+    span: Any
+    context: Any
+    sampled: bool
+    requested: list[RequestedCall] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add_requested(self, calls: list[dict[str, Any]]) -> None:
+        with self.lock:
+            for c in calls:
+                self.requested.append(RequestedCall(c.get("call_id"), c["tool_name"], c.get("arguments")))
+
+    def link(self, name: str, arguments: Any, call_id: str | None) -> str | None:
+        """Claim the requested call this execution answers: by id, else by name and arguments."""
+        with self.lock:
+            if call_id is not None:
+                for rc in self.requested:
+                    if rc.call_id == call_id:
+                        rc.executed = True
+                        return call_id
+                return call_id
+            fallback: RequestedCall | None = None
+            for rc in self.requested:
+                if rc.executed or rc.tool_name != name:
+                    continue
+                if rc.arguments == arguments:
+                    rc.executed = True
+                    return rc.call_id
+                if fallback is None:
+                    fallback = rc
+            if fallback is not None:
+                fallback.executed = True
+                return fallback.call_id
+            return None
+
+
+_current_turn: contextvars.ContextVar[TurnState | None] = contextvars.ContextVar(
+    "evalshift_turn", default=None
+)
+
+
+def current_turn() -> TurnState | None:
+    return _current_turn.get()
+
+
+@contextmanager
+def turn(
+    prompt_id: str | None = None,
+    *,
+    inputs: Mapping[str, Any] | None = None,
+    tags: list[str] | tuple[str, ...] | None = None,
+) -> Iterator[None]:
+    """Group the model calls and tool executions inside the block into one captured agent turn."""
+    rt = _runtime
+    state: TurnState | None = None
+    with capture_internal_exceptions("turn.start"):
+        if rt is not None:
+            from opentelemetry import trace
+
+            sampled = rt.sample_rate >= 1.0 or random.random() < rt.sample_rate
+            span = None
+            ctx = None
+            if sampled:
+                attrs: dict[str, Any] = {A.OPERATION: A.OP_INVOKE_AGENT}
+                if prompt_id is not None:
+                    attrs[A.PROMPT_ID] = str(prompt_id)
+                    attrs[A.AGENT_NAME] = str(prompt_id)
+                if inputs is not None:
+                    attrs[A.INPUTS] = dumps(dict(inputs))
+                if tags:
+                    attrs[A.TAGS] = [str(t) for t in tags]
+                name = f"invoke_agent {prompt_id}" if prompt_id else "invoke_agent"
+                span = rt.tracer.start_span(name, attributes=attrs)
+                ctx = trace.set_span_in_context(span)
+            state = TurnState(span=span, context=ctx, sampled=sampled)
+    token = _current_turn.set(state) if state is not None else None
+    try:
+        yield
+    except BaseException as exc:
+        with capture_internal_exceptions("turn.error"):
+            if state is not None and state.span is not None:
+                _mark_error(state.span, exc)
+        raise
+    finally:
+        if token is not None:
+            _current_turn.reset(token)
+        with capture_internal_exceptions("turn.end"):
+            if state is not None and state.span is not None:
+                state.span.end()
+                state.requested.clear()
+
+
+def _mark_error(span: Any, exc: BaseException) -> None:
+    from opentelemetry.trace import Status, StatusCode
+
+    span.set_status(Status(StatusCode.ERROR, str(exc)[:500]))
+    span.set_attribute(A.ERROR_TYPE, type(exc).__qualname__)
+
+
+def run_in_turn(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Bind ``fn`` to the caller's current turn, for work handed to a thread pool.
+
+    ``pool.submit(evalshift_sdk.run_in_turn(work), item)`` keeps ``work``'s model calls in the
+    turn that submitted it (a new thread otherwise starts with no turn).
+    """
+    ctx = contextvars.copy_context()
+
+    @functools.wraps(fn)
+    def bound(*args: Any, **kwargs: Any) -> Any:
+        return ctx.copy().run(fn, *args, **kwargs)
+
+    return bound
+
+
+def is_failed_result(result: Any) -> bool:
+    """A result like ``{"success": false}`` counts as a failed tool call."""
+    return isinstance(result, Mapping) and result.get("success") is False
+
+
+_MISSING: Any = object()
+
+
+def _tool_span(
+    name: str, arguments: Any, call_id: str | None
+) -> tuple[Any, TurnState | None, Any]:
+    rt = _runtime
+    if rt is None:
+        return None, None, None
+    state = _current_turn.get()
+    if state is not None and not state.sampled:
+        return None, None, None
+    linked = state.link(name, arguments, call_id) if state is not None else call_id
+    attrs: dict[str, Any] = {
+        A.OPERATION: A.OP_EXECUTE_TOOL,
+        A.TOOL_NAME: name,
+        A.TOOL_CALL_ARGUMENTS: dumps(arguments),
+    }
+    if linked is not None:
+        attrs[A.TOOL_CALL_ID] = str(linked)
+    span = rt.tracer.start_span(
+        f"execute_tool {name}", context=state.context if state else None, attributes=attrs
+    )
+    return span, state, linked
+
+
+def _finish_tool_span(span: Any, result: Any, error: BaseException | str | None) -> None:
+    from opentelemetry.trace import Status, StatusCode
+
+    if error is not None:
+        message = str(error)
+        span.set_attribute(A.TOOL_ERROR, message[:2000])
+        span.set_attribute(A.TOOL_FAILED, True)
+        span.set_attribute(
+            A.ERROR_TYPE, type(error).__qualname__ if isinstance(error, BaseException) else "ToolError"
+        )
+        span.set_status(Status(StatusCode.ERROR, message[:500]))
+    elif result is not _MISSING:
+        span.set_attribute(A.TOOL_CALL_RESULT, dumps(result))
+        if is_failed_result(result):
+            span.set_attribute(A.TOOL_FAILED, True)
+    span.end()
+
+
+def record_tool(
+    name: str,
+    arguments: Mapping[str, Any] | None = None,
+    *,
+    result: Any = _MISSING,
+    error: BaseException | str | None = None,
+    call_id: str | None = None,
+) -> None:
+    """Record one tool execution the application ran itself (the executed side)."""
+    with capture_internal_exceptions("record_tool"):
+        span, _, _ = _tool_span(name, dict(arguments or {}), call_id)
+        if span is not None:
+            _finish_tool_span(span, result, error)
+
+
+def tool(fn: F | None = None, *, name: str | None = None) -> Any:
+    """Decorate a tool function (sync or async) so each execution is captured."""
+
+    def decorate(func: F) -> F:
+        tool_name = name or func.__name__
+        try:
+            signature: inspect.Signature | None = inspect.signature(func)
+        except (TypeError, ValueError):
+            signature = None
+
+        def arguments_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+            if signature is None:
+                return {"args": list(args), **kwargs}
+            bound = signature.bind_partial(*args, **kwargs)
+            return dict(bound.arguments)
+
+        def start(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            span = None
+            with capture_internal_exceptions("tool.start"):
+                if _runtime is not None:
+                    span, _, _ = _tool_span(tool_name, arguments_of(args, kwargs), None)
+            return span
+
+        def finish(span: Any, result: Any, error: BaseException | None) -> None:
+            if span is None:
+                return
+            with capture_internal_exceptions("tool.finish"):
+                _finish_tool_span(span, result, error)
+
+        if inspect.iscoroutinefunction(func):
+
+            @functools.wraps(func)
+            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                span = start(args, kwargs)
+                try:
+                    result = await func(*args, **kwargs)
+                except BaseException as exc:
+                    finish(span, _MISSING, exc)
+                    raise
+                finish(span, result, None)
+                return result
+
+            return async_wrapper  # type: ignore[return-value]
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            span = start(args, kwargs)
+            try:
+                result = func(*args, **kwargs)
+            except BaseException as exc:
+                finish(span, _MISSING, exc)
+                raise
+            finish(span, result, None)
+            return result
+
+        return wrapper  # type: ignore[return-value]
+
+    if fn is not None:
+        return decorate(fn)
+    return decorate

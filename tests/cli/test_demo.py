@@ -1,0 +1,20 @@
+"""`evalshift demo` as a user runs it: the installed entry point, in a clean directory."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+
+def test_demo_prints_failing_verdict_naming_security_tool_and_writes_report(tmp_path):
+    exe = shutil.which("evalshift") or str(Path(sys.executable).parent / "evalshift")
+    out = subprocess.run([exe, "demo"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "Verdict: FAIL" in out.stdout
+    assert "notify_security_team" in out.stdout
+    assert "TOOL_SELECTION_DRIFT" in out.stdout
+    report = next(line for line in out.stdout.splitlines() if line.startswith("Report: ")).removeprefix("Report: ")
+    assert (tmp_path / report).is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".evalshift"]

@@ -1,0 +1,37 @@
+"""Shared fixtures: the simulator with the demo's scripted models, and an SDK capture dir."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# A bug the SDK's guard would swallow in production still fails the tests.
+os.environ["EVALSHIFT_RAISE_INTERNAL"] = "1"
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
+
+
+@pytest.fixture
+def demo_simulator() -> Iterator[object]:
+    from evalshift_core._demo import DEMO_SCRIPTS
+    from evalshift_core.simulator import Simulator, load_scripts
+
+    with Simulator(load_scripts(DEMO_SCRIPTS)) as sim:
+        yield sim
+
+
+@pytest.fixture
+def capture_dir(tmp_path: Path) -> Iterator[Path]:
+    """SDK capture on into a temp dir; flushed and unpatched afterwards."""
+    import evalshift_sdk
+
+    directory = tmp_path / "captures"
+    evalshift_sdk.init(directory, enabled=True)
+    try:
+        yield directory
+    finally:
+        evalshift_sdk.shutdown()
