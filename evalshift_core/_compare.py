@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -37,12 +36,9 @@ class Comparison:
         return self.analysis.regressions
 
     def _repr_html_(self) -> str:
-        a = self.analysis
-        items = "".join(f"<li>{html.escape(r)}</li>" for r in a.reasons[:8])
-        return (
-            f"<div><strong>EvalShift verdict: {html.escape(a.verdict.upper())}</strong>"
-            f"<ul>{items}</ul><small>{html.escape(str(self.report_path))}</small></div>"
-        )
+        from ._report import render_compact_html
+
+        return render_compact_html(self.analysis, self.report_path)
 
 
 def evaluate_and_report(
@@ -66,11 +62,12 @@ def compare(
     config: Config | Mapping[str, Any] | None = None,
     out_dir: str | os.PathLike[str] | None = None,
     providers: Mapping[str, Mapping[str, Any]] | None = None,
+    run_options: Mapping[str, Any] | None = None,
 ) -> Comparison:
     """Replay ``suite`` through both models, score, analyse and write the report.
 
     ``suite`` is a suite name under ``<base>/suites``, a path to a suite file, or examples.
-    ``out_dir`` is the base folder (default ``.evalshift``).
+    ``out_dir`` is the base folder (default ``.evalshift``); ``run_options`` go to :func:`run`.
     """
     cfg = config if isinstance(config, Config) else Config.model_validate(dict(config or {}))
     base = Path(out_dir or DEFAULT_BASE)
@@ -90,6 +87,6 @@ def compare(
         merged.setdefault(k, {}).update(v)
     template = cfg.template_for(examples[0].prompt_id if examples else None)
     result = run(examples, source=source, target=target, base=base, suite_name=suite_name,
-                 providers=merged, template=template)
+                 providers=merged, template=template, **dict(run_options or {}))
     analysis, report_path = evaluate_and_report(result.run_dir, result.manifest, examples, result.calls, cfg)
     return Comparison(run_id=result.run_id, run_dir=result.run_dir, analysis=analysis, report_path=report_path)

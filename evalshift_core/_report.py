@@ -122,3 +122,12 @@ def write_report(run_dir: str | os.PathLike[str], report: dict[str, Any]) -> Pat
     path = out / "report.html"
     atomic_write_bytes(path, render_html(report).encode("utf-8"))
     return path
+
+
+def render_compact_html(analysis: Analysis, report_path: str | os.PathLike[str]) -> str:
+    """The compact verdict a notebook shows for ``Comparison._repr_html_``."""
+    items = "".join(f"<li>{_e(r)}</li>" for r in analysis.reasons[:8])
+    return (
+        f"<div><strong>EvalShift verdict: {_e(analysis.verdict.upper())}</strong>"
+        f"<ul>{items}</ul><small>{_e(report_path)}</small></div>"
+    )
