@@ -1,35 +1,61 @@
-"""evalshift.yaml: the prompts, default models, evaluators and migration policy."""
+"""evalshift.yaml: the prompts, default models, evaluators, providers and migration policy.
+
+Validated by pydantic; every error names the file, the line and the field, and a typo'd key
+comes with the nearest valid one ("did you mean 'content'?").
+"""
 
 from __future__ import annotations
 
+import difflib
 import os
+import re
+import string
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ._exceptions import ConfigError
+from ._exceptions import ConfigError, EvalShiftError
 from ._policy import MigrationPolicy
 
 CONFIG_FILE = "evalshift.yaml"
+CONFIG_VERSION = 1
+PROVIDER_NAMES = ("openai", "anthropic", "gemini")
 
 
 class Prompt(BaseModel):
+    """One prompt the suite replays (capture-first: ``content: "{input}"``)."""
+
     model_config = ConfigDict(extra="forbid")
 
     id: str
     """Prompt id; captures name it with ``turn(prompt_id=...)``."""
-    detection: str = "manual"
-    """How prompts are found (``manual``)."""
+    detection: Literal["manual"] = "manual"
+    """How prompts are found: ``manual`` means listed here."""
     content: str = "{input}"
     """Template of the user message; ``{input}`` renders the recorded one."""
     variables: list[str] = Field(default_factory=lambda: ["input"])
-    """Template variables."""
+    """Template variables ``content`` may use."""
     tools_path: str | None = None
-    """Tool definitions file; setting it makes the prompt agent-style."""
+    """Tool definitions file (YAML or JSON); setting it makes the prompt agent-style."""
+
+    @model_validator(mode="after")
+    def _content_uses_declared_variables(self) -> Prompt:
+        try:
+            used = [f for _, f, _, _ in string.Formatter().parse(self.content) if f]
+        except ValueError as exc:
+            raise ValueError(f"content is not a valid template: {exc}") from exc
+        for name in used:
+            root = re.split(r"[.\[]", name, maxsplit=1)[0]
+            if root not in self.variables:
+                raise ValueError(f"content uses {{{root}}} but variables lists {self.variables}")
+        return self
 
 
 class Defaults(BaseModel):
+    """The models ``compare`` uses when ``--from`` / ``--to`` are not given."""
+
     model_config = ConfigDict(extra="forbid")
 
     source_model: str | None = None
@@ -37,43 +63,271 @@ class Defaults(BaseModel):
     target_model: str | None = None
     """The candidate."""
 
+    @field_validator("source_model", "target_model")
+    @classmethod
+    def _routable(cls, value: str | None) -> str | None:
+        if value is not None:
+            from ._routing import route
+
+            try:
+                route(value)
+            except EvalShiftError as exc:
+                raise ValueError(exc.message) from exc
+        return value
+
+
+def _default_evaluators() -> dict[str, Any]:
+    return {"tool_selection": [{"name": "tool_selection"}]}
+
 
 class Config(BaseModel):
+    """The whole of evalshift.yaml."""
+
     model_config = ConfigDict(extra="forbid")
 
-    version: int = 1
+    version: int = CONFIG_VERSION
+    """Config format version; this EvalShift reads version 1."""
     prompts: list[Prompt] = Field(default_factory=lambda: [Prompt(id="replay")])
+    """The prompts; the capture-first config has one, ``replay``."""
     defaults: Defaults = Field(default_factory=Defaults)
-    evaluators: dict[str, Any] = Field(default_factory=lambda: {"tool_selection": [{"name": "tool_selection"}]})
+    """Default source and target models."""
+    evaluators: dict[str, Any] = Field(default_factory=_default_evaluators)
+    """Evaluator type name -> list of configured instances (each with a ``name``)."""
     migration_policy: MigrationPolicy = Field(default_factory=MigrationPolicy)
+    """The budget the target must stay within to pass."""
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    """Per-provider client settings (base_url, api_key_env, ...)."""
+    """Per-provider client settings, e.g. ``openai: {base_url: ..., api_key: ...}``."""
 
-    def template_for(self, prompt_id: str | None) -> str:
+    @field_validator("version")
+    @classmethod
+    def _known_version(cls, value: int) -> int:
+        if value > CONFIG_VERSION:
+            raise ValueError(f"version {value} is newer than this EvalShift reads ({CONFIG_VERSION}); upgrade evalshift")
+        if value < 1:
+            raise ValueError("version must be 1")
+        return value
+
+    @field_validator("providers")
+    @classmethod
+    def _known_providers(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        for name in value:
+            if name not in PROVIDER_NAMES:
+                raise ValueError(f"unknown provider {name!r}{_did_you_mean(name, PROVIDER_NAMES)}")
+        return value
+
+    @field_validator("evaluators", mode="before")
+    @classmethod
+    def _known_evaluator_types(cls, value: Any) -> Any:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise ValueError("evaluators must be a mapping of evaluator type to a list of instances")
+        from .evaluators import REGISTRY
+
+        for type_name, instances in value.items():
+            if type_name not in REGISTRY:
+                raise ValueError(
+                    f"unknown evaluator type {type_name!r}{_did_you_mean(str(type_name), list(REGISTRY))}"
+                    f" (known: {', '.join(sorted(REGISTRY))})"
+                )
+            if instances is not None and not isinstance(instances, (Mapping, list)):
+                raise ValueError(f"evaluators.{type_name} must be a list of instances, each a mapping")
+        return value
+
+    @model_validator(mode="after")
+    def _unique_prompt_ids(self) -> Config:
+        seen: set[str] = set()
+        for p in self.prompts:
+            if p.id in seen:
+                raise ValueError(f"prompt id {p.id!r} appears twice")
+            seen.add(p.id)
+        return self
+
+    def prompt(self, prompt_id: str | None) -> Prompt | None:
+        """The prompt with that id; the only prompt when there is one (capture-first)."""
         for p in self.prompts:
             if p.id == prompt_id:
-                return p.content
-        return self.prompts[0].content if len(self.prompts) == 1 else "{input}"
+                return p
+        return self.prompts[0] if len(self.prompts) == 1 else None
+
+    def template_for(self, prompt_id: str | None) -> str:
+        """The user-message template replayed for examples of ``prompt_id``."""
+        p = self.prompt(prompt_id)
+        return p.content if p is not None else "{input}"
+
+
+def _did_you_mean(word: str, choices: Sequence[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+# -- locating an error in the file --------------------------------------------------------------
+
+
+def _format_loc(loc: Sequence[Any]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _parse_field(field: str) -> list[str | int]:
+    return [int(p) if p.isdigit() else p for p in re.findall(r"[^.\[\]]+", field)]
+
+
+def _line_of(root: Any, loc: Sequence[Any]) -> int | None:
+    """1-based line of the node at ``loc`` in a composed YAML tree (the deepest one found)."""
+    from ruamel.yaml.nodes import MappingNode, SequenceNode
+
+    if root is None:
+        return None
+    node = root
+    line = node.start_mark.line + 1
+    for part in loc:
+        if isinstance(node, MappingNode):
+            for key, value in node.value:
+                if str(key.value) == str(part):
+                    line = key.start_mark.line + 1
+                    node = value
+                    break
+            else:
+                return line
+        elif isinstance(node, SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def _model_at(loc: Sequence[Any]) -> type[BaseModel] | None:
+    """The pydantic model that owns the last element of ``loc`` (for key suggestions)."""
+    model: Any = Config
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if not (isinstance(model, type) and issubclass(model, BaseModel)) or part not in model.model_fields:
+            return None
+        annotation = model.model_fields[part].annotation
+        while get_origin(annotation) is not None and get_origin(annotation) is not Literal:
+            args = [a for a in get_args(annotation) if a is not type(None)]
+            annotation = args[-1] if args else None
+        model = annotation
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+def _message_for(err: Mapping[str, Any]) -> str:
+    loc = list(err.get("loc", ()))
+    kind = err.get("type")
+    if kind == "extra_forbidden" and loc:
+        owner = _model_at(loc[:-1])
+        known = list(owner.model_fields) if owner else []
+        return f"unknown key {loc[-1]!r}{_did_you_mean(str(loc[-1]), known)}"
+    if kind == "missing":
+        return "required key is missing"
+    msg = str(err.get("msg", "invalid value"))
+    return msg.removeprefix("Value error, ")
+
+
+def config_error(exc: ValidationError, *, file: str, root: Any) -> ConfigError:
+    """The first pydantic error as a ConfigError naming file, line and field."""
+    errors = exc.errors()
+    err = errors[0]
+    loc = list(err.get("loc", ()))
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return ConfigError(_message_for(err) + more, file=file, line=_line_of(root, loc), field=_format_loc(loc) or None)
+
+
+def _compose(text: str, file: str) -> Any:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    try:
+        return YAML(typ="rt").compose(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise ConfigError(
+            f"not valid YAML: {exc.problem or exc.context}", file=file, line=mark.line + 1 if mark else None
+        ) from exc
+    except YAMLError as exc:
+        raise ConfigError(f"not valid YAML: {exc}", file=file) from exc
+
+
+def _load_plain(text: str, file: str) -> Any:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    try:
+        return YAML(typ="safe", pure=True).load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise ConfigError(
+            f"not valid YAML: {exc.problem or exc.context}", file=file, line=mark.line + 1 if mark else None
+        ) from exc
+    except YAMLError as exc:
+        raise ConfigError(f"not valid YAML: {exc}", file=file) from exc
+
+
+def _check_evaluator_types(evaluators: Any, *, file: str, root: Any) -> None:
+    """Unknown evaluator types are errors, pointed at the line of the type's own key."""
+    if not isinstance(evaluators, Mapping):
+        return
+    from .evaluators import REGISTRY
+
+    for type_name in evaluators:
+        if type_name not in REGISTRY:
+            raise ConfigError(
+                f"unknown evaluator type {type_name!r}{_did_you_mean(str(type_name), list(REGISTRY))}"
+                f" (known: {', '.join(sorted(REGISTRY))})",
+                file=file, line=_line_of(root, ["evaluators", type_name]), field=f"evaluators.{type_name}",
+            )
+
+
+def parse_config(text: str, *, file: str = CONFIG_FILE) -> Config:
+    """Validate the text of an evalshift.yaml; errors name ``file``, line and field."""
+    data = _load_plain(text, file)
+    root = _compose(text, file)
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ConfigError("the top level must be a mapping (version, prompts, defaults, evaluators)", file=file,
+                          line=1)
+    _check_evaluator_types(data.get("evaluators"), file=file, root=root)
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        raise config_error(exc, file=file, root=root) from exc
+    # Unknown evaluator types were caught above; building the instances checks their options.
+    from .evaluators import build_evaluators
+
+    try:
+        build_evaluators(config.evaluators)
+    except ConfigError as exc:
+        loc = _parse_field(exc.field or "evaluators")
+        raise ConfigError(exc.message, file=file, line=_line_of(root, loc), field=exc.field) from exc
+    return config
+
+
+def find_config(path: str | os.PathLike[str] | None = None) -> Path | None:
+    """The config file to read: ``path`` if given, else ``./evalshift.yaml`` when it exists."""
+    if path is not None:
+        return Path(path)
+    default = Path(CONFIG_FILE)
+    return default if default.exists() else None
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     """Read evalshift.yaml (default: ./evalshift.yaml; a missing default file means defaults)."""
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
-
-    p = Path(path or CONFIG_FILE)
+    p = find_config(path)
+    if p is None:
+        return Config()
     if not p.exists():
-        if path is None:
-            return Config()
         raise ConfigError("file not found", file=str(p))
     try:
-        data = YAML(typ="safe").load(p.read_text(encoding="utf-8")) or {}
-    except YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(f"not valid YAML: {getattr(exc, 'problem', exc)}", file=str(p),
-                          line=mark.line + 1 if mark else None) from exc
-    try:
-        return Config.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise ConfigError(err["msg"], file=str(p), field=".".join(str(x) for x in err["loc"])) from exc
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError("not UTF-8 text", file=str(p)) from exc
+    return parse_config(text, file=str(p))
