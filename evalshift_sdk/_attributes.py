@@ -33,6 +33,8 @@ TAGS = "evalshift.tags"
 TOOL_ERROR = "evalshift.tool.error"
 TOOL_FAILED = "evalshift.tool.failed"
 STREAMED = "evalshift.streamed"
+# The host stopped reading a stream before its end (closed, broken out of, or dropped).
+STREAM_INCOMPLETE = "evalshift.stream_incomplete"
 LATENCY_MS = "evalshift.latency_ms"
 IMPLICIT_TURN = "evalshift.implicit_turn"
 

@@ -108,6 +108,7 @@ def turn(
     *,
     inputs: Mapping[str, Any] | None = None,
     tags: list[str] | tuple[str, ...] | None = None,
+    _implicit: bool = False,
 ) -> Iterator[None]:
     """Group the model calls and tool executions inside the block into one captured agent turn."""
     rt = _runtime
@@ -128,6 +129,8 @@ def turn(
                     attrs[A.INPUTS] = dumps(dict(inputs))
                 if tags:
                     attrs[A.TAGS] = [str(t) for t in tags]
+                if _implicit:
+                    attrs[A.IMPLICIT_TURN] = True
                 name = f"invoke_agent {prompt_id}" if prompt_id else "invoke_agent"
                 span = rt.tracer.start_span(name, attributes=attrs)
                 ctx = trace.set_span_in_context(span)

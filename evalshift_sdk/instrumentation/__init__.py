@@ -16,6 +16,8 @@ logger = logging.getLogger("evalshift_sdk")
 # name -> (module of ours, the provider package that must be importable)
 REGISTRY: dict[str, tuple[str, str]] = {
     "openai": ("evalshift_sdk.instrumentation.openai", "openai"),
+    "anthropic": ("evalshift_sdk.instrumentation.anthropic", "anthropic"),
+    "google-genai": ("evalshift_sdk.instrumentation.google_genai", "google.genai"),
 }
 
 

@@ -1,29 +1,59 @@
 """Provider-neutral span bookkeeping shared by every instrumentation.
 
 The provider modules turn their SDK's request and response into plain values; this module
-turns those values into one ``chat {model}`` span per model call.
+turns those values into one ``chat {model}`` span per model call, and proxies streams.
 """
 
 from __future__ import annotations
 
+import inspect
+import random
+import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import orjson
+import wrapt
+
 from .. import _attributes as A
+from .._guard import capture_internal_exceptions
 from .._jsonsafe import dumps
 from .._runtime import current_turn, get_runtime
 from .._toolsets import normalise_toolset, toolset_ref
 
+_SENTINEL_NAMES = frozenset({"Omit", "NotGiven", "_NotGiven", "_Omit", "NotGivenOr"})
+
 
 def is_sentinel(value: Any) -> bool:
     """The provider SDKs' "not given" markers (openai/anthropic ``Omit``/``NotGiven``)."""
-    return type(value).__name__ in {"Omit", "NotGiven", "_NotGiven", "_Omit"}
+    return type(value).__name__ in _SENTINEL_NAMES
 
 
 def given(kwargs: Mapping[str, Any], key: str) -> Any:
+    """``kwargs[key]`` unless it is missing, None or an SDK's not-given sentinel."""
     value = kwargs.get(key)
     return None if value is None or is_sentinel(value) else value
+
+
+def parse_arguments(raw: Any) -> Any:
+    """Tool-call arguments as a value; text that is not JSON is kept as text."""
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return orjson.loads(raw) if raw else {}
+    except orjson.JSONDecodeError:
+        return raw
+
+
+def as_mapping(value: Any) -> Mapping[str, Any]:
+    """A plain mapping view of a request item (dicts pass through; SDK models are dumped)."""
+    if isinstance(value, Mapping):
+        return value
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(exclude_none=True)
+    return {}
 
 
 def text_part(text: str) -> dict[str, Any]:
@@ -36,6 +66,34 @@ def tool_call_part(call_id: str | None, name: str, arguments: Any) -> dict[str, 
 
 def tool_response_part(call_id: str | None, response: Any) -> dict[str, Any]:
     return {"type": "tool_call_response", "id": call_id, "response": response}
+
+
+# Normalising and hashing a toolset costs more than the rest of a call's bookkeeping, and an
+# agent offers the same few toolsets over and over: cache by the serialised bytes, which is
+# exact (a toolset mutated in place serialises differently) and cheap for orjson.
+_TOOLSET_CACHE_MAX = 512
+_toolset_cache: dict[bytes, tuple[list[dict[str, Any]], str]] = {}
+_toolset_cache_lock = threading.Lock()
+
+
+def toolset_of(tools: list[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    """The normalised toolset and its ``sha256:`` ref, cached by the raw tools' JSON bytes."""
+    try:
+        key: bytes | None = orjson.dumps(tools)
+    except TypeError:
+        key = None
+    if key is not None:
+        hit = _toolset_cache.get(key)
+        if hit is not None:
+            return hit
+    normalised = normalise_toolset(tools)
+    entry = (normalised, toolset_ref(normalised))
+    if key is not None:
+        with _toolset_cache_lock:
+            if len(_toolset_cache) >= _TOOLSET_CACHE_MAX:
+                _toolset_cache.clear()
+            _toolset_cache[key] = entry
+    return entry
 
 
 class ModelCall:
@@ -65,8 +123,11 @@ class ModelCall:
         if rt is None:
             return None
         turn = current_turn()
-        if turn is not None and not turn.sampled:
-            return None
+        if turn is not None:
+            if not turn.sampled:
+                return None
+        elif rt.sample_rate < 1.0 and random.random() >= rt.sample_rate:
+            return None  # a call outside any turn is its own turn, sampled on its own
         attrs: dict[str, Any] = {A.OPERATION: A.OP_CHAT, A.PROVIDER: provider}
         if model is not None:
             attrs[A.REQUEST_MODEL] = str(model)
@@ -75,8 +136,7 @@ class ModelCall:
         if system_instructions:
             attrs[A.SYSTEM_INSTRUCTIONS] = dumps(system_instructions)
         if tools is not None:
-            normalised = normalise_toolset(tools)
-            ref = toolset_ref(normalised)
+            normalised, ref = toolset_of(list(tools))
             rt.toolsets.offer(ref, normalised)
             attrs[A.TOOLSET_REF] = ref
         if generation_config:
@@ -108,48 +168,297 @@ class ModelCall:
         output_tokens: int | None = None,
         response_model: str | None = None,
         response_id: str | None = None,
+        incomplete: bool = False,
     ) -> None:
         """Record the response; ``tool_calls`` are ``{call_id, tool_name, arguments}`` dicts."""
         if self.ended:
             return
         self.ended = True
         span = self.span
-        span.set_attribute(A.LATENCY_MS, round((time.perf_counter() - self.t0) * 1000.0, 3))
-        if response_model:
-            span.set_attribute(A.RESPONSE_MODEL, response_model)
-        if response_id:
-            span.set_attribute(A.RESPONSE_ID, response_id)
-        if finish_reasons:
-            span.set_attribute(A.FINISH_REASONS, [str(r) for r in finish_reasons])
-        if input_tokens is not None:
-            span.set_attribute(A.INPUT_TOKENS, int(input_tokens))
-        if output_tokens is not None:
-            span.set_attribute(A.OUTPUT_TOKENS, int(output_tokens))
-        if text:
-            span.set_attribute(A.OUTPUT_TEXT, text)
-        if refusal:
-            span.set_attribute(A.REFUSAL, refusal)
-        span.set_attribute(A.REQUESTED_TOOL_CALLS, dumps(tool_calls))
-        parts: list[dict[str, Any]] = []
-        if text:
-            parts.append(text_part(text))
-        for call in tool_calls:
-            parts.append(tool_call_part(call.get("call_id"), call["tool_name"], call.get("arguments")))
-        message: dict[str, Any] = {"role": "assistant", "parts": parts}
-        if finish_reasons:
-            message["finish_reason"] = finish_reasons[0]
-        span.set_attribute(A.OUTPUT_MESSAGES, dumps([message]))
-        if self.turn is not None and tool_calls:
-            self.turn.add_requested(tool_calls)
-        span.end()
+        try:
+            span.set_attribute(A.LATENCY_MS, round((time.perf_counter() - self.t0) * 1000.0, 3))
+            if response_model:
+                span.set_attribute(A.RESPONSE_MODEL, str(response_model))
+            if response_id:
+                span.set_attribute(A.RESPONSE_ID, str(response_id))
+            if finish_reasons:
+                span.set_attribute(A.FINISH_REASONS, [str(r) for r in finish_reasons])
+            if input_tokens is not None:
+                span.set_attribute(A.INPUT_TOKENS, int(input_tokens))
+            if output_tokens is not None:
+                span.set_attribute(A.OUTPUT_TOKENS, int(output_tokens))
+            if text:
+                span.set_attribute(A.OUTPUT_TEXT, text)
+            if refusal:
+                span.set_attribute(A.REFUSAL, refusal)
+            if incomplete:
+                span.set_attribute(A.STREAM_INCOMPLETE, True)
+            span.set_attribute(A.REQUESTED_TOOL_CALLS, dumps(tool_calls))
+            parts: list[dict[str, Any]] = []
+            if text:
+                parts.append(text_part(text))
+            if refusal:
+                parts.append({"type": "refusal", "content": refusal})
+            for call in tool_calls:
+                parts.append(tool_call_part(call.get("call_id"), call["tool_name"], call.get("arguments")))
+            message: dict[str, Any] = {"role": "assistant", "parts": parts}
+            if finish_reasons:
+                message["finish_reason"] = finish_reasons[0]
+            span.set_attribute(A.OUTPUT_MESSAGES, dumps([message]))
+            if self.turn is not None and tool_calls:
+                self.turn.add_requested(tool_calls)
+        finally:
+            # Whatever the extraction did, the span ends once: an open span would leak.
+            span.end()
 
     def fail(self, exc: BaseException) -> None:
+        """Record the host's exception (span status and error type); the host still gets it."""
         if self.ended:
             return
         self.ended = True
-        from opentelemetry.trace import Status, StatusCode
+        try:
+            from opentelemetry.trace import Status, StatusCode
 
-        self.span.set_attribute(A.LATENCY_MS, round((time.perf_counter() - self.t0) * 1000.0, 3))
-        self.span.set_attribute(A.ERROR_TYPE, type(exc).__qualname__)
-        self.span.set_status(Status(StatusCode.ERROR, str(exc)[:500]))
-        self.span.end()
+            self.span.set_attribute(A.LATENCY_MS, round((time.perf_counter() - self.t0) * 1000.0, 3))
+            self.span.set_attribute(A.ERROR_TYPE, type(exc).__qualname__)
+            self.span.set_status(Status(StatusCode.ERROR, str(exc)[:500]))
+        finally:
+            self.span.end()
+
+    def abandon(self) -> None:
+        """End the span without a response (our own bookkeeping failed mid-way)."""
+        if not self.ended:
+            self.ended = True
+            self.span.end()
+
+
+class Accumulator:
+    """Folds a stream's chunks into the keyword arguments of :meth:`ModelCall.finish`."""
+
+    def on_chunk(self, chunk: Any) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def result(self) -> dict[str, Any]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+def _end_stream(call: ModelCall, acc: Accumulator, exc: BaseException | None, incomplete: bool) -> None:
+    with capture_internal_exceptions("stream.end"):
+        try:
+            if exc is not None:
+                call.fail(exc)
+            else:
+                call.finish(**acc.result(), incomplete=incomplete)
+        finally:
+            call.abandon()
+
+
+class SyncStreamProxy(wrapt.ObjectProxy):  # type: ignore[misc]
+    """The host's stream, unchanged, with the span ended exactly once.
+
+    Ends on exhaustion, ``close()``, ``__exit__``, a mid-stream error, or (broken out of and
+    dropped) when garbage-collected. ``__enter__`` returns the proxy, not the bare stream, so
+    ``with client.create(stream=True) as s:`` stays observed.
+    """
+
+    def __init__(self, wrapped: Any, call: ModelCall, acc: Accumulator) -> None:
+        super().__init__(wrapped)
+        self._self_call = call
+        self._self_acc = acc
+        self._self_it: Any = None
+        self._self_done = False
+
+    def _self_end(self, exc: BaseException | None = None, incomplete: bool = False) -> None:
+        if self._self_done:
+            return
+        self._self_done = True
+        _end_stream(self._self_call, self._self_acc, exc, incomplete)
+
+    def __iter__(self) -> SyncStreamProxy:
+        return self
+
+    def __next__(self) -> Any:
+        try:
+            if self._self_it is None:
+                self._self_it = iter(self.__wrapped__)
+            chunk = next(self._self_it)
+        except StopIteration:
+            self._self_end()
+            raise
+        except BaseException as exc:
+            self._self_end(exc)
+            raise
+        if not self._self_done:
+            with capture_internal_exceptions("stream.chunk"):
+                self._self_acc.on_chunk(chunk)
+        return chunk
+
+    def __enter__(self) -> SyncStreamProxy:
+        enter = getattr(self.__wrapped__, "__enter__", None)
+        if enter is not None:
+            enter()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
+        try:
+            leave = getattr(self.__wrapped__, "__exit__", None)
+            return leave(exc_type, exc, tb) if leave is not None else None
+        finally:
+            self._self_end(exc, incomplete=exc is None)
+
+    def close(self) -> Any:
+        try:
+            return self.__wrapped__.close()
+        finally:
+            self._self_end(incomplete=True)
+
+    def __del__(self) -> None:
+        # Broken out of and dropped: record what arrived, marked incomplete.
+        if not getattr(self, "_self_done", True):
+            self._self_end(incomplete=True)
+
+
+class AsyncStreamProxy(wrapt.ObjectProxy):  # type: ignore[misc]
+    """The async twin of :class:`SyncStreamProxy` (``async for``, ``async with``, ``aclose``)."""
+
+    def __init__(self, wrapped: Any, call: ModelCall, acc: Accumulator) -> None:
+        super().__init__(wrapped)
+        self._self_call = call
+        self._self_acc = acc
+        self._self_it: Any = None
+        self._self_done = False
+
+    def _self_end(self, exc: BaseException | None = None, incomplete: bool = False) -> None:
+        if self._self_done:
+            return
+        self._self_done = True
+        _end_stream(self._self_call, self._self_acc, exc, incomplete)
+
+    def __aiter__(self) -> AsyncStreamProxy:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            if self._self_it is None:
+                self._self_it = self.__wrapped__.__aiter__()
+            chunk = await self._self_it.__anext__()
+        except StopAsyncIteration:
+            self._self_end()
+            raise
+        except BaseException as exc:
+            self._self_end(exc)
+            raise
+        if not self._self_done:
+            with capture_internal_exceptions("stream.chunk"):
+                self._self_acc.on_chunk(chunk)
+        return chunk
+
+    async def __aenter__(self) -> AsyncStreamProxy:
+        enter = getattr(self.__wrapped__, "__aenter__", None)
+        if enter is not None:
+            await enter()
+        return self
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
+        try:
+            leave = getattr(self.__wrapped__, "__aexit__", None)
+            return await leave(exc_type, exc, tb) if leave is not None else None
+        finally:
+            self._self_end(exc, incomplete=exc is None)
+
+    async def close(self) -> Any:
+        try:
+            result = self.__wrapped__.close()
+            if inspect.isawaitable(result):
+                result = await result
+            return result
+        finally:
+            self._self_end(incomplete=True)
+
+    async def aclose(self) -> Any:
+        try:
+            return await self.__wrapped__.aclose()
+        finally:
+            self._self_end(incomplete=True)
+
+    def __del__(self) -> None:
+        if not getattr(self, "_self_done", True):
+            self._self_end(incomplete=True)
+
+
+Start = Callable[[tuple[Any, ...], dict[str, Any]], "ModelCall | None"]
+Finish = Callable[[ModelCall, Any], None]
+
+
+def observe_sync(
+    site: str,
+    wrapped: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    start: Start,
+    finish: Finish,
+    accumulator: Callable[[], Accumulator] | None = None,
+) -> Any:
+    """Call ``wrapped`` for the host with our bookkeeping guarded on both sides.
+
+    Only ``wrapped(*args, **kwargs)`` runs outside the guard; the host's exception is re-raised
+    bare. With ``accumulator`` the result is a stream and comes back proxied.
+    """
+    call: ModelCall | None = None
+    with capture_internal_exceptions(site + ".request"):
+        call = start(args, kwargs)
+    if call is None:
+        return wrapped(*args, **kwargs)
+    try:
+        result = wrapped(*args, **kwargs)
+    except BaseException as exc:
+        with capture_internal_exceptions(site + ".error"):
+            call.fail(exc)
+        raise
+    return _respond(site, call, result, finish, accumulator, SyncStreamProxy)
+
+
+async def observe_async(
+    site: str,
+    wrapped: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    start: Start,
+    finish: Finish,
+    accumulator: Callable[[], Accumulator] | None = None,
+) -> Any:
+    """The async twin of :func:`observe_sync`."""
+    call: ModelCall | None = None
+    with capture_internal_exceptions(site + ".request"):
+        call = start(args, kwargs)
+    if call is None:
+        return await wrapped(*args, **kwargs)
+    try:
+        result = await wrapped(*args, **kwargs)
+    except BaseException as exc:
+        with capture_internal_exceptions(site + ".error"):
+            call.fail(exc)
+        raise
+    return _respond(site, call, result, finish, accumulator, AsyncStreamProxy)
+
+
+def _respond(
+    site: str,
+    call: ModelCall,
+    result: Any,
+    finish: Finish,
+    accumulator: Callable[[], Accumulator] | None,
+    proxy_cls: type[wrapt.ObjectProxy],
+) -> Any:
+    out = result
+    try:
+        with capture_internal_exceptions(site + ".response"):
+            if accumulator is not None:
+                out = proxy_cls(result, call, accumulator())
+            else:
+                finish(call, result)
+    finally:
+        if out is result:
+            with capture_internal_exceptions(site + ".end"):
+                call.abandon()  # a no-op when finish already ended it
+    return out

@@ -1,36 +1,47 @@
-"""Instrumentation of the official ``openai`` client: Chat Completions ``create``."""
+"""Instrumentation of the official ``openai`` client: Chat Completions and Responses.
+
+Patches ``create`` (sync and async, streamed or not) and the ``parse`` helpers, which bypass
+``create``; the ``stream`` helpers call ``create(stream=True)`` inside, so they give one span.
+"""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
 import wrapt
 
 from .._guard import capture_internal_exceptions
-from ._genai import ModelCall, given, is_sentinel, text_part, tool_call_part, tool_response_part
+from . import DidNotEnable
+from ._genai import (
+    Accumulator,
+    ModelCall,
+    as_mapping,
+    given,
+    is_sentinel,
+    observe_async,
+    observe_sync,
+    parse_arguments,
+    text_part,
+    tool_call_part,
+    tool_response_part,
+)
 
 PROVIDER = "openai"
-MIN_VERSION = (1, 40)
+MIN_VERSION = (1, 66)  # the first release with the Responses API
+_RAW_HEADER = "X-Stainless-Raw-Response"
 
-_NOT_GENERATION = {
-    "messages", "model", "tools", "stream", "extra_headers", "extra_query", "extra_body",
-    "timeout", "functions", "stream_options", "metadata", "user", "safety_identifier",
-    "prompt_cache_key", "store",
-}
+# Request keys that are not generation settings: the conversation, the toolset (recorded as a
+# ref), transport options (headers may carry credentials) and bookkeeping the model never sees.
+_NOT_GENERATION = frozenset({
+    "messages", "input", "instructions", "model", "tools", "functions", "stream", "stream_options",
+    "extra_headers", "extra_query", "extra_body", "timeout", "metadata", "user",
+    "safety_identifier", "prompt_cache_key", "store", "previous_response_id", "conversation",
+    "include", "background",
+})
 
 _patched: list[tuple[Any, str, Any]] = []
-
-
-def parse_arguments(raw: Any) -> Any:
-    """Tool-call arguments as a value; text that is not JSON is kept as text."""
-    if not isinstance(raw, str):
-        return raw
-    try:
-        return orjson.loads(raw) if raw else {}
-    except orjson.JSONDecodeError:
-        return raw
 
 
 def _content_text(content: Any) -> str | None:
@@ -40,31 +51,75 @@ def _content_text(content: Any) -> str | None:
         return content
     texts = []
     for part in content:
-        if isinstance(part, Mapping) and part.get("type") in {"text", "input_text", "output_text"}:
+        part = as_mapping(part)
+        if part.get("type") in {"text", "input_text", "output_text"}:
             texts.append(str(part.get("text", "")))
     return "".join(texts) if texts else None
 
 
-def messages_to_semconv(messages: Any) -> list[dict[str, Any]]:
-    """OpenAI chat messages in the GenAI semconv message shape (role + parts)."""
+def messages_to_semconv(messages: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Chat messages as GenAI semconv messages, and the system/developer prompts apart."""
     out: list[dict[str, Any]] = []
-    for msg in messages or []:
-        if not isinstance(msg, Mapping):
-            dump = getattr(msg, "model_dump", None)
-            msg = dump() if callable(dump) else {}
+    system: list[dict[str, Any]] = []
+    for raw in messages or []:
+        msg = as_mapping(raw)
         role = msg.get("role", "user")
+        if role in {"system", "developer"}:
+            text = _content_text(msg.get("content"))
+            if text:
+                system.append(text_part(text))
+            continue
         parts: list[dict[str, Any]] = []
-        if role == "tool":
-            parts.append(tool_response_part(msg.get("tool_call_id"), _content_text(msg.get("content"))))
+        if role in {"tool", "function"}:
+            call_id = msg.get("tool_call_id") if role == "tool" else None
+            parts.append(tool_response_part(call_id, parse_arguments(_content_text(msg.get("content")))))
         else:
             text = _content_text(msg.get("content"))
             if text:
                 parts.append(text_part(text))
             for call in msg.get("tool_calls") or []:
-                fn = call.get("function") or {}
+                call = as_mapping(call)
+                fn = as_mapping(call.get("function") or {})
                 parts.append(tool_call_part(call.get("id"), fn.get("name", ""), parse_arguments(fn.get("arguments"))))
-        out.append({"role": "system" if role == "developer" else role, "parts": parts})
+            legacy = msg.get("function_call")
+            if legacy:
+                legacy = as_mapping(legacy)
+                parts.append(tool_call_part(None, legacy.get("name", ""), parse_arguments(legacy.get("arguments"))))
+        out.append({"role": "tool" if role == "function" else role, "parts": parts})
+    return out, system
+
+
+def responses_input_to_semconv(value: Any) -> list[dict[str, Any]]:
+    """Responses ``input`` (text or items) as GenAI semconv messages."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [{"role": "user", "parts": [text_part(value)]}]
+    out: list[dict[str, Any]] = []
+    for raw in value:
+        item = as_mapping(raw)
+        kind = item.get("type")
+        if kind == "function_call":
+            part = tool_call_part(item.get("call_id"), item.get("name", ""), parse_arguments(item.get("arguments")))
+            # Parallel calls arrive as consecutive items; keep them in one assistant message.
+            if out and out[-1]["role"] == "assistant" and out[-1].get("_calls"):
+                out[-1]["parts"].append(part)
+            else:
+                out.append({"role": "assistant", "parts": [part], "_calls": True})
+        elif kind == "function_call_output":
+            out.append({"role": "tool", "parts": [tool_response_part(item.get("call_id"), parse_arguments(item.get("output")))]})
+        elif "role" in item and kind in {None, "message"}:
+            text = _content_text(item.get("content"))
+            out.append({"role": item["role"], "parts": [text_part(text)] if text else []})
+    for message in out:
+        message.pop("_calls", None)
     return out
+
+
+def _json_safe_setting(value: Any) -> Any:
+    if inspect.isclass(value):
+        return value.__name__  # a pydantic response_format class given to .parse()
+    return value
 
 
 def generation_config_of(kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -72,105 +127,326 @@ def generation_config_of(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in kwargs.items():
         if key in _NOT_GENERATION or value is None or is_sentinel(value):
             continue
-        config[key] = value
+        config[key] = _json_safe_setting(value)
     return config
 
 
-def _start(kwargs: Mapping[str, Any]) -> ModelCall | None:
-    tools = given(kwargs, "tools")
+def _function_tools(tools: Any) -> tuple[list[Any] | None, list[str]]:
+    """The function tools (the toolset) and the types of built-in tools offered beside them."""
+    if tools is None:
+        return None, []
+    functions: list[Any] = []
+    builtin: list[str] = []
+    for tool in tools:
+        t = as_mapping(tool)
+        if t.get("type", "function") == "function" and (t.get("function") or t.get("name")):
+            functions.append(t)
+        else:
+            builtin.append(str(t.get("type")))
+    return functions, builtin
+
+
+def _raw_mode(kwargs: Mapping[str, Any]) -> str | None:
+    headers = kwargs.get("extra_headers")
+    if isinstance(headers, Mapping):
+        value = headers.get(_RAW_HEADER)
+        return str(value) if value is not None else None
+    return None
+
+
+def _start_chat(args: Any, kwargs: Mapping[str, Any]) -> ModelCall | None:
+    messages, system = messages_to_semconv(given(kwargs, "messages"))
+    tools, builtin = _function_tools(given(kwargs, "tools"))
+    legacy = given(kwargs, "functions")
+    if tools is None and legacy is not None:
+        tools = [as_mapping(f) for f in legacy]
+    config = generation_config_of(kwargs)
+    if builtin:
+        config["builtin_tools"] = builtin
     return ModelCall.start(
         provider=PROVIDER,
         model=given(kwargs, "model"),
-        input_messages=messages_to_semconv(given(kwargs, "messages")),
-        tools=list(tools) if tools is not None else None,
-        generation_config=generation_config_of(kwargs),
+        input_messages=messages,
+        system_instructions=system,
+        tools=tools,
+        generation_config=config,
+        streamed=kwargs.get("stream") is True,
     )
 
 
-def _finish(call: ModelCall, response: Any) -> None:
+def _start_responses(args: Any, kwargs: Mapping[str, Any]) -> ModelCall | None:
+    tools, builtin = _function_tools(given(kwargs, "tools"))
+    config = generation_config_of(kwargs)
+    if builtin:
+        config["builtin_tools"] = builtin
+    instructions = given(kwargs, "instructions")
+    return ModelCall.start(
+        provider=PROVIDER,
+        model=given(kwargs, "model"),
+        input_messages=responses_input_to_semconv(given(kwargs, "input")),
+        system_instructions=[text_part(str(instructions))] if instructions else None,
+        tools=tools,
+        generation_config=config,
+        streamed=kwargs.get("stream") is True,
+    )
+
+
+def _unwrap_raw(response: Any) -> Any:
+    """The parsed body behind ``with_raw_response`` (cached by the SDK, so the host gets the
+    same object), or None when the body is a stream we must not read."""
+    if not hasattr(response, "http_response"):
+        return response
+    if type(response).__name__ == "LegacyAPIResponse":
+        parsed = response.parse()
+        if hasattr(parsed, "response") and hasattr(parsed, "__iter__"):
+            return None  # a raw stream: reading it would take it from the host
+        return parsed
+    return None  # with_streaming_response: the body is the host's to read
+
+
+def chat_finish_kwargs(response: Any) -> dict[str, Any]:
     choices = getattr(response, "choices", None) or []
     text = None
     refusal = None
     tool_calls: list[dict[str, Any]] = []
     finish_reasons: list[str] = []
     if choices:
-        choice = choices[0]
-        message = choice.message
+        message = choices[0].message
         text = message.content
         refusal = getattr(message, "refusal", None)
         for tc in getattr(message, "tool_calls", None) or []:
             fn = getattr(tc, "function", None)
             if fn is None:
                 continue
-            tool_calls.append(
-                {"call_id": tc.id, "tool_name": fn.name, "arguments": parse_arguments(fn.arguments)}
-            )
+            tool_calls.append({"call_id": tc.id, "tool_name": fn.name, "arguments": parse_arguments(fn.arguments)})
         legacy = getattr(message, "function_call", None)
         if legacy is not None and not tool_calls:
-            tool_calls.append(
-                {"call_id": None, "tool_name": legacy.name, "arguments": parse_arguments(legacy.arguments)}
-            )
+            tool_calls.append({"call_id": None, "tool_name": legacy.name, "arguments": parse_arguments(legacy.arguments)})
         finish_reasons = [c.finish_reason for c in choices if getattr(c, "finish_reason", None)]
     usage = getattr(response, "usage", None)
-    call.finish(
-        text=text,
-        tool_calls=tool_calls,
-        refusal=refusal,
-        finish_reasons=finish_reasons,
-        input_tokens=getattr(usage, "prompt_tokens", None),
-        output_tokens=getattr(usage, "completion_tokens", None),
-        response_model=getattr(response, "model", None),
-        response_id=getattr(response, "id", None),
-    )
+    return {
+        "text": text,
+        "tool_calls": tool_calls,
+        "refusal": refusal,
+        "finish_reasons": finish_reasons,
+        "input_tokens": getattr(usage, "prompt_tokens", None),
+        "output_tokens": getattr(usage, "completion_tokens", None),
+        "response_model": getattr(response, "model", None),
+        "response_id": getattr(response, "id", None),
+    }
 
 
-def _chat_create(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-    if kwargs.get("stream") is True:
-        return wrapped(*args, **kwargs)
-    call = None
-    with capture_internal_exceptions("openai.chat.request"):
-        call = _start(kwargs)
+def responses_finish_kwargs(response: Any) -> dict[str, Any]:
+    texts: list[str] = []
+    refusals: list[str] = []
+    tool_calls: list[dict[str, Any]] = []
+    for item in getattr(response, "output", None) or []:
+        kind = getattr(item, "type", None)
+        if kind == "function_call":
+            tool_calls.append({"call_id": item.call_id, "tool_name": item.name, "arguments": parse_arguments(item.arguments)})
+        elif kind == "message":
+            for part in getattr(item, "content", None) or []:
+                ptype = getattr(part, "type", None)
+                if ptype == "output_text":
+                    texts.append(part.text)
+                elif ptype == "refusal":
+                    refusals.append(part.refusal)
+    status = getattr(response, "status", None)
+    details = getattr(response, "incomplete_details", None)
+    reason = getattr(details, "reason", None) if details is not None else None
+    usage = getattr(response, "usage", None)
+    return {
+        "text": "".join(texts) or None,
+        "tool_calls": tool_calls,
+        "refusal": "".join(refusals) or None,
+        "finish_reasons": [str(reason or status)] if (reason or status) else [],
+        "input_tokens": getattr(usage, "input_tokens", None),
+        "output_tokens": getattr(usage, "output_tokens", None),
+        "response_model": getattr(response, "model", None),
+        "response_id": getattr(response, "id", None),
+    }
+
+
+def _finisher(extract: Any) -> Any:
+    def finish(call: ModelCall, response: Any) -> None:
+        body = _unwrap_raw(response)
+        if body is None:
+            call.abandon()
+            return
+        call.finish(**extract(body))
+
+    return finish
+
+
+_finish_chat = _finisher(chat_finish_kwargs)
+_finish_responses = _finisher(responses_finish_kwargs)
+
+
+class ChatAccumulator(Accumulator):
+    """Chat Completions chunks folded into one response (first choice; fragments joined)."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.refusal: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.finish_reasons: list[str] = []
+        self.usage: Any = None
+        self.model: str | None = None
+        self.id: str | None = None
+
+    def on_chunk(self, chunk: Any) -> None:
+        self.model = getattr(chunk, "model", None) or self.model
+        self.id = getattr(chunk, "id", None) or self.id
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self.usage = usage
+        for choice in getattr(chunk, "choices", None) or []:
+            if getattr(choice, "index", 0) != 0:
+                continue
+            delta = choice.delta
+            if delta is not None:
+                if delta.content:
+                    self.text.append(delta.content)
+                if getattr(delta, "refusal", None):
+                    self.refusal.append(delta.refusal)
+                for tc in getattr(delta, "tool_calls", None) or []:
+                    slot = self.calls.setdefault(tc.index, {"id": None, "name": "", "args": []})
+                    if tc.id:
+                        slot["id"] = tc.id
+                    fn = tc.function
+                    if fn is not None:
+                        if fn.name:
+                            slot["name"] += fn.name
+                        if fn.arguments:
+                            slot["args"].append(fn.arguments)
+                legacy = getattr(delta, "function_call", None)
+                if legacy is not None:
+                    slot = self.calls.setdefault(-1, {"id": None, "name": "", "args": []})
+                    if legacy.name:
+                        slot["name"] += legacy.name
+                    if legacy.arguments:
+                        slot["args"].append(legacy.arguments)
+            if choice.finish_reason:
+                self.finish_reasons.append(choice.finish_reason)
+
+    def result(self) -> dict[str, Any]:
+        calls = [
+            {"call_id": c["id"], "tool_name": c["name"], "arguments": parse_arguments("".join(c["args"]))}
+            for _, c in sorted(self.calls.items())
+        ]
+        return {
+            "text": "".join(self.text) or None,
+            "tool_calls": calls,
+            "refusal": "".join(self.refusal) or None,
+            "finish_reasons": self.finish_reasons,
+            "input_tokens": getattr(self.usage, "prompt_tokens", None),
+            "output_tokens": getattr(self.usage, "completion_tokens", None),
+            "response_model": self.model,
+            "response_id": self.id,
+        }
+
+
+class ResponsesAccumulator(Accumulator):
+    """Responses stream events: the final ``response`` when it arrives, else the items done."""
+
+    def __init__(self) -> None:
+        self.final: Any = None
+        self.items: list[Any] = []
+        self.text: list[str] = []
+        self.refusal: list[str] = []
+
+    def on_chunk(self, event: Any) -> None:
+        kind = getattr(event, "type", "")
+        if kind in {"response.completed", "response.incomplete", "response.failed"}:
+            self.final = event.response
+        elif kind == "response.output_item.done":
+            self.items.append(event.item)
+        elif kind == "response.output_text.delta":
+            self.text.append(event.delta)
+        elif kind == "response.refusal.delta":
+            self.refusal.append(event.delta)
+
+    def result(self) -> dict[str, Any]:
+        if self.final is not None:
+            return responses_finish_kwargs(self.final)
+        calls = [
+            {"call_id": i.call_id, "tool_name": i.name, "arguments": parse_arguments(i.arguments)}
+            for i in self.items
+            if getattr(i, "type", None) == "function_call"
+        ]
+        return {"text": "".join(self.text) or None, "tool_calls": calls, "refusal": "".join(self.refusal) or None}
+
+
+def _streams(kwargs: Mapping[str, Any]) -> bool:
+    # A raw (with_raw_response / with_streaming_response) stream is handed back unread.
+    return kwargs.get("stream") is True and _raw_mode(kwargs) is None
+
+
+def _sync(site: str, start: Any, finish: Any, acc: Any) -> Any:
+    def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        streamed = False
+        with capture_internal_exceptions(site + ".mode"):
+            streamed = _streams(kwargs)
+        return observe_sync(site, wrapped, args, kwargs, start, finish, acc if streamed else None)
+
+    return wrapper
+
+
+def _async(site: str, start: Any, finish: Any, acc: Any) -> Any:
+    async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        streamed = False
+        with capture_internal_exceptions(site + ".mode"):
+            streamed = _streams(kwargs)
+        return await observe_async(site, wrapped, args, kwargs, start, finish, acc if streamed else None)
+
+    return wrapper
+
+
+def _targets() -> list[tuple[Any, str, Any]]:
+    targets: list[tuple[Any, str, Any]] = []
+    from openai.resources.chat.completions import completions as chat
+
+    chat_sync = _sync("openai.chat", _start_chat, _finish_chat, ChatAccumulator)
+    chat_async = _async("openai.chat", _start_chat, _finish_chat, ChatAccumulator)
+    targets += [(chat.Completions, "create", chat_sync), (chat.AsyncCompletions, "create", chat_async)]
+    # parse() posts directly, never through create(); stream() calls create(stream=True).
+    targets += [(chat.Completions, "parse", chat_sync), (chat.AsyncCompletions, "parse", chat_async)]
+    try:  # openai < 1.92 keeps the helpers under beta
+        from openai.resources.beta.chat import completions as beta_chat
+    except ImportError:
+        beta_chat = None
+    if beta_chat is not None:
+        targets += [
+            (beta_chat.Completions, "parse", chat_sync),
+            (beta_chat.AsyncCompletions, "parse", chat_async),
+        ]
     try:
-        response = wrapped(*args, **kwargs)
-    except BaseException as exc:
-        if call is not None:
-            with capture_internal_exceptions("openai.chat.error"):
-                call.fail(exc)
-        raise
-    if call is not None:
-        with capture_internal_exceptions("openai.chat.response"):
-            _finish(call, response)
-    return response
+        from openai.resources.responses import responses as resp
+    except ImportError:
+        return targets
+    resp_sync = _sync("openai.responses", _start_responses, _finish_responses, ResponsesAccumulator)
+    resp_async = _async("openai.responses", _start_responses, _finish_responses, ResponsesAccumulator)
+    targets += [
+        (resp.Responses, "create", resp_sync),
+        (resp.AsyncResponses, "create", resp_async),
+        (resp.Responses, "parse", resp_sync),
+        (resp.AsyncResponses, "parse", resp_async),
+    ]
+    return targets
 
 
-async def _achat_create(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-    if kwargs.get("stream") is True:
-        return await wrapped(*args, **kwargs)
-    call = None
-    with capture_internal_exceptions("openai.chat.request"):
-        call = _start(kwargs)
-    try:
-        response = await wrapped(*args, **kwargs)
-    except BaseException as exc:
-        if call is not None:
-            with capture_internal_exceptions("openai.chat.error"):
-                call.fail(exc)
-        raise
-    if call is not None:
-        with capture_internal_exceptions("openai.chat.response"):
-            _finish(call, response)
-    return response
+def _version() -> tuple[int, ...]:
+    import openai
+
+    return tuple(int(p) for p in openai.__version__.split(".")[:2] if p.isdigit())
 
 
 def instrument() -> None:
-    from openai.resources.chat.completions import completions as mod
-
-    for owner, attr, wrapper in (
-        (mod.Completions, "create", _chat_create),
-        (mod.AsyncCompletions, "create", _achat_create),
-    ):
-        original = owner.__dict__[attr]
-        if isinstance(original, wrapt.FunctionWrapper):
+    if _version() < MIN_VERSION:
+        raise DidNotEnable(f"openai {_version()} is older than the oldest supported {MIN_VERSION}")
+    for owner, attr, wrapper in _targets():
+        original = owner.__dict__.get(attr)
+        if original is None or isinstance(original, wrapt.FunctionWrapper):
             continue
         wrapt.wrap_function_wrapper(owner, attr, wrapper)
         _patched.append((owner, attr, original))

@@ -1,0 +1,298 @@
+"""Instrumentation of the official ``anthropic`` client: Messages ``create``, ``parse``, ``stream``.
+
+``messages.stream()`` posts on its own (not through ``create``), so it is observed by hooking
+the request its stream manager makes when entered: one span per stream either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import wrapt
+
+from .._guard import capture_internal_exceptions
+from . import DidNotEnable
+from ._genai import (
+    Accumulator,
+    ModelCall,
+    as_mapping,
+    given,
+    is_sentinel,
+    observe_async,
+    observe_sync,
+    parse_arguments,
+    text_part,
+    tool_call_part,
+    tool_response_part,
+)
+
+PROVIDER = "anthropic"
+MIN_VERSION = (0, 40)
+_RAW_HEADER = "X-Stainless-Raw-Response"
+
+_NOT_GENERATION = frozenset({
+    "messages", "model", "system", "tools", "stream", "extra_headers", "extra_query",
+    "extra_body", "timeout", "metadata", "betas", "container",
+})
+
+_patched: list[tuple[Any, str, Any]] = []
+
+
+def _block_text(content: Any) -> Any:
+    if isinstance(content, str) or content is None:
+        return content
+    texts = [str(as_mapping(b).get("text", "")) for b in content if as_mapping(b).get("type") == "text"]
+    return "".join(texts)
+
+
+def messages_to_semconv(messages: Any) -> list[dict[str, Any]]:
+    """Anthropic messages as GenAI semconv messages; ``tool_result`` blocks become ``tool``
+    messages of ``tool_call_response`` parts, ``tool_use`` blocks ``tool_call`` parts."""
+    out: list[dict[str, Any]] = []
+    for raw in messages or []:
+        msg = as_mapping(raw)
+        role = msg.get("role", "user")
+        content = msg.get("content")
+        if isinstance(content, str):
+            out.append({"role": role, "parts": [text_part(content)]})
+            continue
+        parts: list[dict[str, Any]] = []
+        results: list[dict[str, Any]] = []
+        for block in content or []:
+            b = as_mapping(block)
+            kind = b.get("type")
+            if kind == "text":
+                parts.append(text_part(str(b.get("text", ""))))
+            elif kind == "tool_use":
+                parts.append(tool_call_part(b.get("id"), b.get("name", ""), b.get("input")))
+            elif kind == "tool_result":
+                part = tool_response_part(b.get("tool_use_id"), parse_arguments(_block_text(b.get("content"))))
+                if b.get("is_error"):
+                    part["is_error"] = True
+                results.append(part)
+        if results:
+            out.append({"role": "tool", "parts": results})
+        if parts or not results:
+            out.append({"role": role, "parts": parts})
+    return out
+
+
+def _system(system: Any) -> list[dict[str, Any]] | None:
+    if system is None:
+        return None
+    text = _block_text(system)
+    return [text_part(text)] if text else None
+
+
+def generation_config_of(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    config: dict[str, Any] = {}
+    for key, value in kwargs.items():
+        if key in _NOT_GENERATION or value is None or is_sentinel(value):
+            continue
+        config[key] = value if key != "output_format" or not isinstance(value, type) else value.__name__
+    choice = config.get("tool_choice")
+    if isinstance(choice, Mapping) and choice.get("disable_parallel_tool_use") is not None:
+        # Anthropic's opt-out is the same setting as OpenAI's parallel_tool_calls, inverted.
+        config["parallel_tool_calls"] = not choice["disable_parallel_tool_use"]
+    return config
+
+
+def _start_from(kwargs: Mapping[str, Any], streamed: bool) -> ModelCall | None:
+    tools = given(kwargs, "tools")
+    return ModelCall.start(
+        provider=PROVIDER,
+        model=given(kwargs, "model"),
+        input_messages=messages_to_semconv(given(kwargs, "messages")),
+        system_instructions=_system(given(kwargs, "system")),
+        tools=[as_mapping(t) for t in tools] if tools is not None else None,
+        generation_config=generation_config_of(kwargs),
+        streamed=streamed,
+    )
+
+
+def _start(args: Any, kwargs: Mapping[str, Any]) -> ModelCall | None:
+    return _start_from(kwargs, kwargs.get("stream") is True)
+
+
+def finish_kwargs(message: Any) -> dict[str, Any]:
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for block in getattr(message, "content", None) or []:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            texts.append(block.text)
+        elif kind == "tool_use":
+            calls.append({"call_id": block.id, "tool_name": block.name, "arguments": block.input})
+    stop = getattr(message, "stop_reason", None)
+    text = "".join(texts) or None
+    usage = getattr(message, "usage", None)
+    return {
+        "text": text,
+        "tool_calls": calls,
+        "refusal": (text or "refusal") if stop == "refusal" else None,
+        "finish_reasons": [stop] if stop else [],
+        "input_tokens": getattr(usage, "input_tokens", None),
+        "output_tokens": getattr(usage, "output_tokens", None),
+        "response_model": getattr(message, "model", None),
+        "response_id": getattr(message, "id", None),
+    }
+
+
+def _finish(call: ModelCall, response: Any) -> None:
+    if hasattr(response, "http_response"):
+        if type(response).__name__ != "LegacyAPIResponse":
+            call.abandon()  # with_streaming_response: the body is the host's to read
+            return
+        response = response.parse()  # cached by the SDK: the host gets the same object
+        if not hasattr(response, "content"):
+            call.abandon()
+            return
+    call.finish(**finish_kwargs(response))
+
+
+class MessagesAccumulator(Accumulator):
+    """Raw Messages stream events folded into one message (``input_json_delta`` joined)."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.stop: str | None = None
+        self.model: str | None = None
+        self.id: str | None = None
+        self.input_tokens: int | None = None
+        self.output_tokens: int | None = None
+
+    def on_chunk(self, event: Any) -> None:
+        kind = getattr(event, "type", None)
+        if kind == "message_start":
+            message = event.message
+            self.model, self.id = message.model, message.id
+            usage = getattr(message, "usage", None)
+            self.input_tokens = getattr(usage, "input_tokens", None)
+            self.output_tokens = getattr(usage, "output_tokens", None)
+        elif kind == "content_block_start":
+            block = event.content_block
+            self.blocks[event.index] = {
+                "type": block.type,
+                "id": getattr(block, "id", None),
+                "name": getattr(block, "name", None),
+                "text": [getattr(block, "text", "") or ""],
+                "json": [],
+            }
+        elif kind == "content_block_delta":
+            slot = self.blocks.get(event.index)
+            if slot is None:
+                return
+            delta = event.delta
+            if delta.type == "text_delta":
+                slot["text"].append(delta.text)
+            elif delta.type == "input_json_delta":
+                slot["json"].append(delta.partial_json)
+        elif kind == "message_delta":
+            self.stop = getattr(event.delta, "stop_reason", None) or self.stop
+            usage = getattr(event, "usage", None)
+            if getattr(usage, "output_tokens", None) is not None:
+                self.output_tokens = usage.output_tokens
+
+    def result(self) -> dict[str, Any]:
+        texts: list[str] = []
+        calls: list[dict[str, Any]] = []
+        for _, b in sorted(self.blocks.items()):
+            if b["type"] == "text":
+                texts.append("".join(b["text"]))
+            elif b["type"] == "tool_use":
+                calls.append({"call_id": b["id"], "tool_name": b["name"], "arguments": parse_arguments("".join(b["json"]))})
+        text = "".join(texts) or None
+        return {
+            "text": text,
+            "tool_calls": calls,
+            "refusal": (text or "refusal") if self.stop == "refusal" else None,
+            "finish_reasons": [self.stop] if self.stop else [],
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "response_model": self.model,
+            "response_id": self.id,
+        }
+
+
+def _streams(kwargs: Mapping[str, Any]) -> bool:
+    headers = kwargs.get("extra_headers")
+    raw = isinstance(headers, Mapping) and headers.get(_RAW_HEADER) is not None
+    return kwargs.get("stream") is True and not raw
+
+
+def _create(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    streamed = False
+    with capture_internal_exceptions("anthropic.messages.mode"):
+        streamed = _streams(kwargs)
+    acc = MessagesAccumulator if streamed else None
+    return observe_sync("anthropic.messages", wrapped, args, kwargs, _start, _finish, acc)
+
+
+async def _acreate(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    streamed = False
+    with capture_internal_exceptions("anthropic.messages.mode"):
+        streamed = _streams(kwargs)
+    acc = MessagesAccumulator if streamed else None
+    return await observe_async("anthropic.messages", wrapped, args, kwargs, _start, _finish, acc)
+
+
+def _stream(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    manager = wrapped(*args, **kwargs)
+    with capture_internal_exceptions("anthropic.messages.stream"):
+        attr = f"_{type(manager).__name__}__api_request"
+        original = getattr(manager, attr)
+
+        def start(_a: Any, _k: Any) -> ModelCall | None:
+            return _start_from(kwargs, True)
+
+        if callable(original):  # sync: a request made when the manager is entered
+
+            def api_request() -> Any:
+                return observe_sync("anthropic.messages", original, (), {}, start, _finish, MessagesAccumulator)
+
+            setattr(manager, attr, api_request)
+        else:  # async: a coroutine the manager awaits in __aenter__
+
+            async def awaited() -> Any:
+                return await original
+
+            async def api_request_async() -> Any:
+                return await observe_async(
+                    "anthropic.messages", awaited, (), {}, start, _finish, MessagesAccumulator
+                )
+
+            setattr(manager, attr, api_request_async())
+    return manager
+
+
+def _version() -> tuple[int, ...]:
+    import anthropic
+
+    return tuple(int(p) for p in anthropic.__version__.split(".")[:2] if p.isdigit())
+
+
+def instrument() -> None:
+    if _version() < MIN_VERSION:
+        raise DidNotEnable(f"anthropic {_version()} is older than the oldest supported {MIN_VERSION}")
+    from anthropic.resources.messages import messages as mod
+
+    for owner, attr, wrapper in (
+        (mod.Messages, "create", _create),
+        (mod.AsyncMessages, "create", _acreate),
+        (mod.Messages, "parse", _create),
+        (mod.AsyncMessages, "parse", _acreate),
+        (mod.Messages, "stream", _stream),
+        (mod.AsyncMessages, "stream", _stream),
+    ):
+        original = owner.__dict__.get(attr)
+        if original is None or isinstance(original, wrapt.FunctionWrapper):
+            continue
+        wrapt.wrap_function_wrapper(owner, attr, wrapper)
+        _patched.append((owner, attr, original))
+
+
+def uninstrument() -> None:
+    while _patched:
+        owner, attr, original = _patched.pop()
+        setattr(owner, attr, original)
