@@ -1,49 +1,591 @@
 """The ``evalshift`` command line: a thin layer over the library functions.
 
-Exit codes: 0 done (a failing verdict is still 0 unless ``--fail-on-regression``), 1 user error
-with a one-line message, never a traceback.
+Exit codes: 0 done (a failing verdict is still 0 unless ``--fail-on-regression``, which exits 2),
+1 user error with a one-line message, never a traceback. Progress goes to stderr, results to stdout.
 """
 
 from __future__ import annotations
 
-import functools
+import inspect
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import click
 
 from ._exceptions import EvalShiftError
 
+EXIT_OK = 0
+EXIT_USER_ERROR = 1
+EXIT_REGRESSION = 2
 
-def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn every EvalShiftError into a one-line message and exit code 1."""
+DEFAULT_BASE = ".evalshift"
 
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except EvalShiftError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(1)
-        except OSError as exc:
-            click.echo(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), err=True)
-            sys.exit(1)
-
-    return wrapper
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# -- shared plumbing ------------------------------------------------------------------------------
+
+
+def progress(message: str) -> None:
+    """Progress for people: always on stderr, so stdout stays parseable."""
+    click.echo(message, err=True)
+
+
+def emit_json(value: Any) -> None:
+    import orjson
+
+    click.echo(orjson.dumps(value, option=orjson.OPT_INDENT_2, default=str).decode())
+
+
+def _config(path: str | None) -> Any:
+    from ._config import load_config
+
+    return load_config(path)
+
+
+def _config_dir(path: str | None) -> Path:
+    from ._config import find_config
+
+    found = find_config(path)
+    return found.resolve().parent if found is not None else Path.cwd()
+
+
+def _supported_options(fn: Callable[..., Any], options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options ``fn`` accepts; an option the user set that it does not take is a clear error."""
+    params = inspect.signature(fn).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return dict(options)
+    unsupported = [k for k in options if k not in params]
+    if unsupported:
+        flag = "--" + unsupported[0].replace("_", "-")
+        raise EvalShiftError(f"{flag} is not supported by this version of evalshift run")
+    return dict(options)
+
+
+def _run_options(concurrency: int | None, max_cost: float | None, no_cache: bool) -> dict[str, Any]:
+    from ._run import run
+
+    options: dict[str, Any] = {}
+    if concurrency is not None:
+        options["concurrency"] = concurrency
+    if max_cost is not None:
+        options["max_cost"] = max_cost
+    if no_cache:
+        options["use_cache"] = False
+    return _supported_options(run, options)
+
+
+def _suite_examples(base: str, suite_name: str | None, suite_file: str | None) -> tuple[str, list[Any]]:
+    from ._suite import load_suite, suite_path
+
+    if suite_file:
+        path = Path(suite_file)
+        if not path.exists():
+            raise EvalShiftError("suite file not found", file=str(path))
+        return path.stem, load_suite(path)
+    if not suite_name:
+        raise EvalShiftError("name a suite with --suite-name NAME (or --suite FILE.jsonl)")
+    path = suite_path(base, suite_name)
+    if not path.exists():
+        known = sorted(p.stem for p in (Path(base) / "suites").glob("*.jsonl"))
+        hint = f" (suites here: {', '.join(known)})" if known else " (run `evalshift capture sync` first)"
+        raise EvalShiftError(f"no suite {suite_name!r} at {path}{hint}")
+    return suite_name, load_suite(path)
+
+
+def _models(cfg: Any, source: str | None, target: str | None) -> tuple[str, str]:
+    source = source or cfg.defaults.source_model
+    target = target or cfg.defaults.target_model
+    if not source:
+        raise EvalShiftError("no source model: pass --from MODEL or set defaults.source_model in evalshift.yaml")
+    if not target:
+        raise EvalShiftError("no target model: pass --to MODEL or set defaults.target_model in evalshift.yaml")
+    from ._routing import route
+
+    route(source), route(target)  # an unroutable name fails before anything is written
+    return source, target
+
+
+def _open(path: Path) -> None:
+    try:
+        from ._report import open_report  # type: ignore[attr-defined]
+    except ImportError:
+        import webbrowser
+
+        webbrowser.open(Path(path).resolve().as_uri())
+    else:
+        open_report(path)
+
+
+def _analysis_dict(analysis: Any) -> dict[str, Any]:
+    return analysis.model_dump(mode="json") if hasattr(analysis, "model_dump") else dict(analysis)
+
+
+def verdict_payload(run_id: str, run_dir: Path, analysis: Any, report_path: Path | None) -> dict[str, Any]:
+    a = _analysis_dict(analysis)
+    return {
+        "run_id": run_id,
+        "run_dir": str(run_dir),
+        "verdict": a.get("verdict"),
+        "reasons": a.get("reasons", []),
+        "comparisons": a.get("comparisons", []),
+        "regressions": a.get("regressions", []),
+        "failure_categories": a.get("failure_categories", {}),
+        "recommendations": a.get("recommendations", []),
+        "analysis_path": str(Path(run_dir) / "analysis.json"),
+        "report_path": str(report_path) if report_path else None,
+    }
+
+
+def print_verdict(payload: Mapping[str, Any]) -> None:
+    verdict = str(payload.get("verdict") or "unknown")
+    click.echo("")
+    color = {"fail": "red", "pass": "green"}.get(verdict, "yellow")
+    click.secho(f"Verdict: {verdict.upper()}", bold=True, fg=color)
+    for reason in payload.get("reasons", []):
+        click.echo(f"  - {reason}")
+    regressions = payload.get("regressions") or []
+    if regressions:
+        click.echo(f"\nRegressions ({len(regressions)}):")
+        for r in regressions:
+            labels = ", ".join(r.get("labels") or []) or "score drop"
+            click.echo(f"  {r.get('example_id')}: {labels} [{', '.join(r.get('tools') or [])}]")
+    if payload.get("report_path"):
+        click.echo(f"\nReport: {payload['report_path']}")
+    click.echo(f"Run id: {payload['run_id']}")
+
+
+def finish_verdict(
+    payload: dict[str, Any], *, as_json: bool, junit: str | None, fail_on_regression: bool, alpha: float = 0.05
+) -> None:
+    """Print the verdict, write the JUnit file, and exit 2 on a failing verdict when asked to."""
+    if junit:
+        from ._junit import write_junit
+
+        write_junit(junit, payload, alpha=alpha)
+        progress(f"wrote JUnit XML to {junit}")
+    if as_json:
+        emit_json(payload)
+    else:
+        print_verdict(payload)
+    if fail_on_regression and payload.get("verdict") == "fail":
+        sys.exit(EXIT_REGRESSION)
+
+
+def json_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")(fn)
+
+
+def base_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--base", default=DEFAULT_BASE, show_default=True, metavar="DIR",
+                        help="Where suites, toolsets and runs live.")(fn)
+
+
+def config_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--config", "config_path", default=None, metavar="FILE",
+                        help="evalshift.yaml to read (default: ./evalshift.yaml when present).")(fn)
+
+
+def gate_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option("--junit", metavar="FILE", default=None,
+                      help="Write JUnit XML: one testcase per comparison and per regression.")(fn)
+    return click.option("--fail-on-regression", is_flag=True,
+                        help="Exit 2 when the verdict is fail (for CI gates).")(fn)
+
+
+def run_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option("--no-cache", is_flag=True, help="Bypass the response cache.")(fn)
+    fn = click.option("--max-cost", type=float, default=None, metavar="USD",
+                      help="Refuse to start when the estimated cost is above this.")(fn)
+    fn = click.option("--concurrency", type=click.IntRange(min=1), default=None, metavar="N",
+                      help="Model calls in flight at once.")(fn)
+    return click.option("--run-id", default=None, help="Use this run id (resumes an interrupted run).")(fn)
+
+
+# -- the commands -----------------------------------------------------------------------------------
+
+
+@click.group(context_settings=CONTEXT)
 @click.version_option(package_name="evalshift")
 def cli() -> None:
-    """Catch tool-call regressions before you swap the model behind an agent."""
+    """Catch tool-call regressions before you swap the model behind an agent.
+
+    \b
+    Walkthrough:
+      evalshift init                                 # capture-first evalshift.yaml
+      EVALSHIFT_CAPTURE=1 python run_agent.py        # capture real traffic
+      evalshift capture sync                         # captures -> golden suite
+      evalshift compare --suite-name support --to openai:gpt-4.1-mini --open
+    """
 
 
-@cli.command()
-@click.option("--base", default=".evalshift", show_default=True, help="Where suites, toolsets and runs live.")
-@click.option("--fail-on-regression", is_flag=True, help="Exit 2 when the verdict is fail.")
-@user_errors
-def demo(base: str, fail_on_regression: bool) -> None:
+@cli.command(context_settings=CONTEXT)
+@click.option("--force", is_flag=True, help="Overwrite an existing file.")
+@click.option("--config", "config_path", default="evalshift.yaml", show_default=True, metavar="FILE",
+              help="Where to write it.")
+@click.option("--source-model", default=None, metavar="MODEL", help="defaults.source_model to write.")
+@click.option("--target-model", default=None, metavar="MODEL", help="defaults.target_model to write.")
+@json_option
+def init(force: bool, config_path: str, source_model: str | None, target_model: str | None, as_json: bool) -> None:
+    """Write a capture-first evalshift.yaml, commented block by block.
+
+    \b
+    Example:
+      evalshift init
+      evalshift init --source-model openai:gpt-4o --target-model openai:gpt-4.1-mini
+    """
+    from ._init import DEFAULT_SOURCE_MODEL, DEFAULT_TARGET_MODEL, write_init
+
+    path = write_init(config_path, force=force, source_model=source_model or DEFAULT_SOURCE_MODEL,
+                      target_model=target_model or DEFAULT_TARGET_MODEL)
+    if as_json:
+        emit_json({"config_path": str(path)})
+    else:
+        click.echo(f"wrote {path}")
+        click.echo("next: run your agent with EVALSHIFT_CAPTURE=1, then `evalshift capture sync`")
+
+
+@cli.group(context_settings=CONTEXT)
+def capture() -> None:
+    """Turn captured agent turns into a golden suite."""
+
+
+def _capture_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option("--names-only", is_flag=True, help="Expectations keep tool names, drop arguments.")(fn)
+    fn = click.option("--rounds", type=click.Choice(["first", "all"]), default="first", show_default=True,
+                      help="first: single-shot replay; all: teacher-forced multi-round replay.")(fn)
+    fn = click.option("--suite-name", default=None, metavar="NAME",
+                      help="Suite to write (default: one suite per prompt id).")(fn)
+    return base_option(fn)
+
+
+def _sync_payload(result: Any) -> dict[str, Any]:
+    return {
+        "suites": {k: str(v) for k, v in getattr(result, "suites", {}).items()},
+        "added": getattr(result, "added", 0),
+        "unchanged": getattr(result, "unchanged", 0),
+        "warnings": list(getattr(result, "warnings", [])),
+    }
+
+
+def _print_sync(payload: Mapping[str, Any], as_json: bool) -> None:
+    for warning in payload["warnings"]:
+        progress(f"warning: {warning}")
+    if as_json:
+        emit_json(payload)
+        return
+    click.echo(f"{payload['added']} examples added, {payload['unchanged']} unchanged")
+    for name, path in payload["suites"].items():
+        click.echo(f"suite {name}: {path}")
+
+
+@capture.command("sync", context_settings=CONTEXT)
+@click.argument("capture_dir", required=False, metavar="[CAPTURE_DIR]")
+@_capture_options
+@json_option
+def capture_sync(capture_dir: str | None, base: str, suite_name: str | None, rounds: str, names_only: bool,
+                 as_json: bool) -> None:
+    """Promote every capture into the golden suite (idempotent: a second sync changes nothing).
+
+    CAPTURE_DIR defaults to $EVALSHIFT_CAPTURE_DIR, else .evalshift/captures.
+
+    \b
+    Example:
+      evalshift capture sync
+      evalshift capture sync .evalshift/captures --suite-name support --rounds all
+    """
+    from ._sync import sync
+
+    directory = Path(capture_dir or os.environ.get("EVALSHIFT_CAPTURE_DIR") or Path(DEFAULT_BASE) / "captures")
+    if not directory.is_dir():
+        raise EvalShiftError(f"no captures at {directory}: run your agent with EVALSHIFT_CAPTURE=1 first")
+    progress(f"syncing captures from {directory} ...")
+    result = sync(directory, base=base, suite_name=suite_name, rounds=rounds, names_only=names_only)  # type: ignore[arg-type]
+    _print_sync(_sync_payload(result), as_json)
+
+
+@capture.command("promote", context_settings=CONTEXT)
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@_capture_options
+@json_option
+def capture_promote(files: tuple[str, ...], base: str, suite_name: str | None, rounds: str, names_only: bool,
+                    as_json: bool) -> None:
+    """Promote the captures in the given capture files only.
+
+    \b
+    Example:
+      evalshift capture promote .evalshift/captures/spans-0001.jsonl --suite-name support
+    """
+    from . import _sync
+
+    for f in files:
+        if not Path(f).is_file():
+            raise EvalShiftError("capture file not found", file=f)
+    promote_files = getattr(_sync, "promote_files", None)
+    progress(f"promoting {len(files)} capture file(s) ...")
+    if promote_files is not None:
+        result = promote_files([Path(f) for f in files], base=base, suite_name=suite_name, rounds=rounds,
+                               names_only=names_only)
+    else:
+        result = _promote_files_fallback(files, base=base, suite_name=suite_name, rounds=rounds,
+                                         names_only=names_only)
+    _print_sync(_sync_payload(result), as_json)
+
+
+def _promote_files_fallback(files: tuple[str, ...], *, base: str, suite_name: str | None, rounds: str,
+                            names_only: bool) -> Any:
+    """``sync`` over a scratch folder holding just these files (their toolsets beside them)."""
+    import shutil
+    import tempfile
+
+    from ._sync import sync
+
+    with tempfile.TemporaryDirectory(prefix="evalshift-promote-") as tmp:
+        for i, f in enumerate(files):
+            shutil.copyfile(f, Path(tmp) / f"{i:04d}-{Path(f).name}")
+            sidecars = Path(f).parent / "toolsets"
+            if sidecars.is_dir():
+                shutil.copytree(sidecars, Path(tmp) / "toolsets", dirs_exist_ok=True)
+        return sync(tmp, base=base, suite_name=suite_name, rounds=rounds, names_only=names_only)  # type: ignore[arg-type]
+
+
+@cli.command(context_settings=CONTEXT)
+@click.option("--suite-name", default=None, metavar="NAME", help="Suite under <base>/suites.")
+@click.option("--suite", "suite_file", default=None, metavar="FILE", help="A suite file instead.")
+@click.option("--from", "source", default=None, metavar="MODEL", help="Source model (default: defaults.source_model).")
+@click.option("--to", "target", default=None, metavar="MODEL", help="Target model (default: defaults.target_model).")
+@run_options
+@config_option
+@base_option
+@json_option
+def run(suite_name: str | None, suite_file: str | None, source: str | None, target: str | None, run_id: str | None,
+        concurrency: int | None, max_cost: float | None, no_cache: bool, config_path: str | None, base: str,
+        as_json: bool) -> None:
+    """Replay a suite through the source and the target model (writes raw.jsonl).
+
+    \b
+    Example:
+      evalshift run --suite-name support --from openai:gpt-4o --to openai:gpt-4.1-mini
+      evalshift evaluate <run-id>      # then score it
+    """
+    from . import _run
+    from ._tools_file import apply_prompt_tools
+
+    cfg = _config(config_path)
+    source, target = _models(cfg, source, target)
+    name, examples = _suite_examples(base, suite_name, suite_file)
+    options = _run_options(concurrency, max_cost, no_cache)
+    examples = apply_prompt_tools(examples, cfg, config_dir=_config_dir(config_path))
+    template = cfg.template_for(examples[0].prompt_id if examples else None)
+    progress(f"replaying {len(examples)} examples of {name}: {source} -> {target} ...")
+    result = _run.run(examples, source=source, target=target, base=base, suite_name=name, providers=cfg.providers,
+                      template=template, run_id=run_id, **options)
+    calls = list(getattr(result, "calls", []))
+    payload = {"run_id": result.run_id, "run_dir": str(result.run_dir), "examples": len(examples),
+               "calls": len(calls), "errors": sum(1 for c in calls if getattr(c, "error", None))}
+    if as_json:
+        emit_json(payload)
+    else:
+        click.echo(f"replayed {payload['examples']} examples ({payload['errors']} failed calls)")
+        click.echo(f"Run id: {result.run_id}")
+
+
+def _evaluate(base: str, run_id: str, cfg: Any) -> tuple[Path, Any, Path]:
+    """Score a finished run: the evaluators' own ``evaluate`` when present, else the compare step."""
+    from . import _compare, _run
+
+    manifest, examples, calls = _run.load_run(base, run_id)
+    run_dir = _run.run_dir_for(base, run_id)
+    analysis, report_path = _compare.evaluate_and_report(run_dir, manifest, examples, calls, cfg)
+    return run_dir, analysis, report_path
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("run_id", metavar="RUN")
+@config_option
+@base_option
+@gate_options
+@json_option
+def evaluate(run_id: str, config_path: str | None, base: str, fail_on_regression: bool, junit: str | None,
+             as_json: bool) -> None:
+    """Score a finished run with the configured evaluators, analyse it and write the report.
+
+    \b
+    Example:
+      evalshift evaluate 20260101-120000-ab12cd --fail-on-regression --junit evalshift.xml
+    """
+    cfg = _config(config_path)
+    progress(f"evaluating run {run_id} ...")
+    run_dir, analysis, report_path = _evaluate(base, run_id, cfg)
+    finish_verdict(verdict_payload(run_id, run_dir, analysis, report_path), as_json=as_json, junit=junit,
+                   fail_on_regression=fail_on_regression, alpha=cfg.migration_policy.alpha)
+
+
+@cli.command(context_settings=CONTEXT)
+@click.option("--suite-name", default=None, metavar="NAME", help="Suite under <base>/suites.")
+@click.option("--suite", "suite_file", default=None, metavar="FILE", help="A suite file instead.")
+@click.option("--to", "target", default=None, metavar="MODEL", help="The candidate (default: defaults.target_model).")
+@click.option("--from", "source", default=None, metavar="MODEL", help="Source model (default: defaults.source_model).")
+@click.option("--open", "open_report", is_flag=True, help="Open the HTML report in the browser.")
+@run_options
+@config_option
+@base_option
+@gate_options
+@json_option
+def compare(suite_name: str | None, suite_file: str | None, target: str | None, source: str | None,
+            open_report: bool, run_id: str | None, concurrency: int | None, max_cost: float | None,
+            no_cache: bool, config_path: str | None, base: str, fail_on_regression: bool, junit: str | None,
+            as_json: bool) -> None:
+    """Run + evaluate + analyse + report: is the candidate safe to ship?
+
+    \b
+    Example:
+      evalshift compare --suite-name support --to openai:gpt-4.1-mini --open
+      evalshift compare --suite-name support --to claude-sonnet-4-6 --fail-on-regression --junit out.xml
+    """
+    from . import _compare
+    from ._tools_file import apply_prompt_tools
+
+    cfg = _config(config_path)
+    source, target = _models(cfg, source, target)
+    name, examples = _suite_examples(base, suite_name, suite_file)
+    options = _run_options(concurrency, max_cost, no_cache)
+    if run_id is not None:
+        options["run_id"] = run_id
+    with_tools = apply_prompt_tools(examples, cfg, config_dir=_config_dir(config_path))
+    # Pass the suite by name (so the run records it) unless a prompt's tools_path filled a gap.
+    suite: Any = with_tools if with_tools != examples else (name if suite_name else Path(suite_file or name))
+    progress(f"comparing {source} -> {target} on {len(examples)} examples of {name} ...")
+    comparison = _compare.compare(suite, source=source, target=target, config=cfg, out_dir=base,
+                                  run_options=options or None)
+    payload = verdict_payload(comparison.run_id, comparison.run_dir, comparison.analysis, comparison.report_path)
+    if open_report:
+        _open(comparison.report_path)
+    finish_verdict(payload, as_json=as_json, junit=junit, fail_on_regression=fail_on_regression,
+                   alpha=cfg.migration_policy.alpha)
+
+
+@cli.group(context_settings=CONTEXT)
+def traces() -> None:
+    """Attach agent timelines recorded outside EvalShift to a run."""
+
+
+@traces.command("import", context_settings=CONTEXT)
+@click.argument("run_id", metavar="RUN")
+@click.option("--source", "source_file", required=True, metavar="FILE", help="Source-model traces (JSON lines).")
+@click.option("--target", "target_file", required=True, metavar="FILE", help="Target-model traces (JSON lines).")
+@base_option
+@json_option
+def traces_import(run_id: str, source_file: str, target_file: str, base: str, as_json: bool) -> None:
+    """Import full agent timelines for the agent_trace evaluator.
+
+    Each line is one trace for a (prompt_id, example_id, role) with "events": [...] in the
+    capture event schema. Run `evalshift evaluate RUN` afterwards to score them.
+
+    \b
+    Example:
+      evalshift traces import <run-id> --source source_traces.jsonl --target target_traces.jsonl
+    """
+    from ._run import load_run
+
+    for f in (source_file, target_file):
+        if not Path(f).is_file():
+            raise EvalShiftError("traces file not found", file=f)
+    load_run(base, run_id)  # a wrong run id fails before anything is read
+    try:
+        from ._traces import import_traces  # type: ignore[attr-defined]
+    except ImportError as exc:
+        raise EvalShiftError("traces import is not available in this version of evalshift") from exc
+    result = import_traces(base, run_id, source_file, target_file)
+    payload = result if isinstance(result, dict) else {"run_id": run_id, "result": str(result)}
+    if as_json:
+        emit_json(payload)
+    else:
+        click.echo(f"imported traces into run {run_id}; next: evalshift evaluate {run_id}")
+
+
+@cli.group(context_settings=CONTEXT)
+def tools() -> None:
+    """Tool definitions for agent-style prompts."""
+
+
+@tools.command("sync", context_settings=CONTEXT)
+@click.argument("python_file", metavar="FILE.py")
+@click.option("--prompt", "prompt_ids", multiple=True, metavar="ID",
+              help="Set tools_path on this prompt only (repeatable; default: every prompt).")
+@config_option
+@base_option
+@json_option
+def tools_sync(python_file: str, prompt_ids: tuple[str, ...], config_path: str | None, base: str,
+               as_json: bool) -> None:
+    """Extract tool definitions from Python (never imported), merge them into .evalshift/tools.json
+    and set tools_path: on the prompts of evalshift.yaml, keeping its comments and formatting.
+
+    \b
+    Example:
+      evalshift tools sync app/prompts/tool_definitions.py
+    """
+    from ._tools_sync import tools_sync as sync_tools
+
+    result = sync_tools(python_file, base=base, config_path=config_path, prompt_ids=list(prompt_ids) or None)
+    for warning in result.warnings:
+        progress(f"warning: {warning}")
+    if as_json:
+        emit_json(result.as_dict())
+        return
+    click.echo(f"{len(result.added)} tools added, {len(result.updated)} updated, {len(result.unchanged)} unchanged"
+               f" in {result.tools_path} (from {', '.join(result.variables)})")
+    if result.prompts_set:
+        click.echo(f"set tools_path on prompt(s) {', '.join(result.prompts_set)} in {result.config_path}")
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("run_id", metavar="RUN")
+@click.option("--open", "open_report", is_flag=True, help="Open the HTML report in the browser.")
+@base_option
+@json_option
+def report(run_id: str, open_report: bool, base: str, as_json: bool) -> None:
+    """Render (again) the report of an evaluated run: report.json and a self-contained report.html.
+
+    \b
+    Example:
+      evalshift report 20260101-120000-ab12cd --open
+    """
+    from . import _report
+
+    render = getattr(_report, "render_run_report", None)
+    path = Path(render(base, run_id)) if render is not None else _render_report_fallback(base, run_id)
+    if open_report:
+        _open(path)
+    if as_json:
+        emit_json({"run_id": run_id, "report_path": str(path)})
+    else:
+        click.echo(f"Report: {path}")
+
+
+def _render_report_fallback(base: str, run_id: str) -> Path:
+    import orjson
+
+    from ._analysis import Analysis
+    from ._report import build_report, write_report
+    from ._run import load_run, run_dir_for
+
+    manifest, examples, calls = load_run(base, run_id)
+    run_dir = run_dir_for(base, run_id)
+    if not (run_dir / "analysis.json").exists():
+        raise EvalShiftError(f"run {run_id} is not evaluated yet: evalshift evaluate {run_id}")
+    analysis = Analysis.model_validate(orjson.loads((run_dir / "analysis.json").read_bytes()))
+    return write_report(run_dir, build_report(analysis, examples, calls, manifest))
+
+
+@cli.command(context_settings=CONTEXT)
+@base_option
+@gate_options
+@json_option
+def demo(base: str, fail_on_regression: bool, junit: str | None, as_json: bool) -> None:
     """Run the whole pipeline offline on the built-in simulator.
 
     \b
@@ -52,24 +594,136 @@ def demo(base: str, fail_on_regression: bool) -> None:
     """
     from ._demo import run_demo
 
-    comparison = run_demo(base, echo=click.echo)
-    a = comparison.analysis
-    click.echo("")
-    click.secho(f"Verdict: {a.verdict.upper()}", bold=True, fg="red" if a.verdict == "fail" else "green")
-    for reason in a.reasons:
-        click.echo(f"  - {reason}")
-    if comparison.regressions:
-        click.echo(f"\nRegressions ({len(comparison.regressions)}):")
-        for r in comparison.regressions:
-            click.echo(f"  {r.example_id}: {', '.join(r.labels) or 'score drop'} [{', '.join(r.tools)}]")
-    click.echo(f"\nReport: {comparison.report_path}")
-    click.echo(f"Run id: {comparison.run_id}")
-    if fail_on_regression and a.verdict == "fail":
-        sys.exit(2)
+    echo = progress if as_json else click.echo
+    comparison = run_demo(base, echo=echo)
+    payload = verdict_payload(comparison.run_id, comparison.run_dir, comparison.analysis, comparison.report_path)
+    finish_verdict(payload, as_json=as_json, junit=junit, fail_on_regression=fail_on_regression)
 
 
-def main() -> None:
-    cli(prog_name="evalshift")
+@cli.command(context_settings=CONTEXT)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535),
+              help="Port (0 picks a free one).")
+@click.option("--scripts", "scripts_file", default=None, metavar="FILE",
+              help="YAML/JSON {model: [rules]} (default: the demo's sim-baseline and sim-candidate).")
+def simulator(host: str, port: int, scripts_file: str | None) -> None:
+    """Serve scripted models on the OpenAI wire format until interrupted (Ctrl-C).
+
+    \b
+    Example:
+      evalshift simulator --port 8765 &
+      export OPENAI_BASE_URL=http://127.0.0.1:8765/v1 OPENAI_API_KEY=sk-sim
+    """
+    import signal
+    import threading
+
+    from .simulator import Simulator, load_scripts
+
+    if scripts_file is None:
+        from ._demo import DEMO_SCRIPTS
+
+        spec: Any = DEMO_SCRIPTS
+    else:
+        spec = load_script_file(scripts_file)
+    try:
+        sim = Simulator(load_scripts(spec), host=host, port=port)
+    except OSError as exc:
+        raise EvalShiftError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with sim:
+        click.echo(f"simulator listening on {sim.base_url}")
+        click.echo(f"OPENAI_BASE_URL={sim.openai_base_url}")
+        click.echo(f"models: {', '.join(sorted(sim.scripts))}", nl=True)
+        sys.stdout.flush()
+        try:
+            while not stop.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            pass
+    progress("simulator stopped")
+
+
+def load_script_file(path: str) -> dict[str, Any]:
+    """Simulator scripts from YAML or JSON: ``{model_name: [rule, ...]}``."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    p = Path(path)
+    if not p.is_file():
+        raise EvalShiftError("scripts file not found", file=path)
+    try:
+        spec = YAML(typ="safe", pure=True).load(p.read_text(encoding="utf-8"))
+    except YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise EvalShiftError(f"not valid YAML: {getattr(exc, 'problem', exc)}", file=path,
+                             line=mark.line + 1 if mark else None) from exc
+    if not isinstance(spec, dict) or not all(isinstance(v, list) for v in spec.values()):
+        raise EvalShiftError("scripts are a mapping of model name to a list of rules", file=path, line=1)
+    for model, rules in spec.items():
+        for i, rule in enumerate(rules):
+            if not isinstance(rule, dict) or "reply" not in rule:
+                raise EvalShiftError("each rule needs a reply", file=path, field=f"{model}[{i}]")
+    return spec
+
+
+# -- the entry point --------------------------------------------------------------------------------
+
+
+_NO_ARGS_IS_HELP: tuple[type[BaseException], ...] = tuple(
+    e for e in (getattr(click.exceptions, "NoArgsIsHelpError", None),) if e is not None
+)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI; every user error becomes one line on stderr and exit code 1."""
+    from pydantic import ValidationError
+
+    debug = os.environ.get("EVALSHIFT_DEBUG") not in (None, "", "0")
+    try:
+        code = cli.main(args=argv, prog_name="evalshift", standalone_mode=False)
+    except _NO_ARGS_IS_HELP as exc:
+        # A bare `evalshift` (or `evalshift capture`) asks for the help, not an error.
+        click.echo(exc.ctx.get_help() if exc.ctx else exc.format_message())
+        sys.exit(EXIT_OK)
+    except click.exceptions.UsageError as exc:
+        hint = f" (see: evalshift {exc.ctx.command_path.partition(' ')[2]} --help)".replace("  ", " ") if exc.ctx else ""
+        click.echo(f"error: {_one_line(exc.format_message())}{hint}", err=True)
+        sys.exit(EXIT_USER_ERROR)
+    except click.exceptions.Abort:
+        click.echo("error: aborted", err=True)
+        sys.exit(EXIT_USER_ERROR)
+    except click.ClickException as exc:
+        click.echo(f"error: {_one_line(exc.format_message())}", err=True)
+        sys.exit(EXIT_USER_ERROR)
+    except EvalShiftError as exc:
+        click.echo(f"error: {_one_line(str(exc))}", err=True)
+        sys.exit(EXIT_USER_ERROR)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err.get("loc", ()))
+        click.echo(f"error: {exc.title}: {where + ': ' if where else ''}{_one_line(err.get('msg', ''))}", err=True)
+        sys.exit(EXIT_USER_ERROR)
+    except OSError as exc:
+        if debug:
+            raise
+        filename = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+        click.echo(f"error: {_one_line(exc.strerror or str(exc))}{filename}", err=True)
+        sys.exit(EXIT_USER_ERROR)
+    except KeyboardInterrupt:
+        click.echo("error: interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - a bug still gets one line; EVALSHIFT_DEBUG=1 shows it whole
+        if debug:
+            raise
+        click.echo(f"error: internal error: {type(exc).__name__}: {_one_line(str(exc))} "
+                   "(rerun with EVALSHIFT_DEBUG=1 for the traceback)", err=True)
+        sys.exit(EXIT_USER_ERROR)
+    sys.exit(code if isinstance(code, int) else EXIT_OK)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,48 @@
+"""`evalshift init`: seed 001's capture-first evalshift.yaml, commented, never clobbered."""
+
+from __future__ import annotations
+
+from cli_support import assert_user_error
+from ruamel.yaml import YAML
+
+from evalshift_core._config import load_config
+
+
+def test_init_writes_seed_001_capture_first_config(cli, tmp_path):
+    """Seed 001, Configuration: "version: 1 / prompts: - id: replay, detection: manual,
+    content: "{input}", variables: [input] / defaults: source_model, target_model / evaluators:
+    tool_selection: - name: routing, conformance: expected, divergence: set, severity_floor: high"."""
+    out = cli("init")
+    assert out.returncode == 0, out.stderr
+    data = YAML(typ="safe").load((tmp_path / "evalshift.yaml").read_text())
+    assert data["version"] == 1
+    assert data["prompts"] == [{"id": "replay", "detection": "manual", "content": "{input}", "variables": ["input"]}]
+    assert data["defaults"] == {"source_model": "gemini-2.5-flash", "target_model": "gemini-3.1-flash-lite-preview"}
+    assert data["evaluators"] == {"tool_selection": [
+        {"name": "routing", "conformance": "expected", "divergence": "set", "severity_floor": "high"}]}
+    load_config(tmp_path / "evalshift.yaml")  # and our own loader accepts it
+
+
+def test_init_explains_each_block_in_comments(cli, tmp_path):
+    cli("init")
+    lines = (tmp_path / "evalshift.yaml").read_text().splitlines()
+    for key in ("version:", "prompts:", "defaults:", "evaluators:"):
+        i = next(n for n, line in enumerate(lines) if line.startswith(key))
+        assert lines[i - 1].startswith("#"), f"{key} has no comment above it"
+    text = "\n".join(lines)
+    assert "# tool_arguments:" in text and "# tool_trace_structure:" in text  # the seed's optional block
+
+
+def test_init_takes_default_models(cli, tmp_path):
+    out = cli("init", "--source-model", "openai:sim-baseline", "--target-model", "openai:sim-candidate")
+    assert out.returncode == 0, out.stderr
+    cfg = load_config(tmp_path / "evalshift.yaml")
+    assert (cfg.defaults.source_model, cfg.defaults.target_model) == ("openai:sim-baseline", "openai:sim-candidate")
+
+
+def test_init_refuses_to_overwrite_without_force(cli, tmp_path):
+    (tmp_path / "evalshift.yaml").write_text("# mine\nversion: 1\n")
+    assert_user_error(cli("init"), "evalshift.yaml", "--force")
+    assert (tmp_path / "evalshift.yaml").read_text() == "# mine\nversion: 1\n"
+    assert cli("init", "--force").returncode == 0
+    assert "prompts:" in (tmp_path / "evalshift.yaml").read_text()

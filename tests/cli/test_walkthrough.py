@@ -1,0 +1,120 @@
+"""Seed 001's walkthrough, end to end, through the installed entry point and the simulator.
+
+    evalshift init                            # capture-first evalshift.yaml
+    EVALSHIFT_CAPTURE=1 python run_agent.py
+    evalshift capture sync
+    evalshift compare --suite-name <suite> --to <candidate-model> --open
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+from cli_support import REPO, run_cli
+
+from evalshift_core._demo import DEMO_SCRIPTS
+from evalshift_core.simulator import Simulator, load_scripts
+
+
+@pytest.fixture(scope="module")
+def walkthrough(tmp_path_factory):
+    """A project folder after init, a captured agent run and `capture sync`, plus the simulator."""
+    project = tmp_path_factory.mktemp("project")
+    with Simulator(load_scripts(DEMO_SCRIPTS)) as sim:
+        env = {"OPENAI_BASE_URL": sim.openai_base_url, "OPENAI_API_KEY": "sk-sim"}
+        init = run_cli("init", "--source-model", "openai:sim-baseline", cwd=project)
+        assert init.returncode == 0, init.stderr
+        agent_env = {k: v for k, v in os.environ.items() if not k.startswith("EVALSHIFT_")}
+        agent_env.update(env, EVALSHIFT_CAPTURE="1")
+        agent = subprocess.run(
+            [sys.executable, str(REPO / "examples" / "support_agent.py"), "--model", "sim-baseline", "--quiet"],
+            cwd=project, env=agent_env, capture_output=True, text=True, timeout=120,
+        )
+        assert agent.returncode == 0, agent.stderr
+        sync = run_cli("capture", "sync", cwd=project)
+        yield project, env, sim, sync
+
+
+def test_capture_sync_builds_the_suite_from_default_capture_dir(walkthrough):
+    project, _, _, sync = walkthrough
+    assert sync.returncode == 0, sync.stderr
+    assert "32 examples added" in sync.stdout
+    assert "suite support:" in sync.stdout
+    rows = [json.loads(line) for line in (project / ".evalshift/suites/support.jsonl").read_text().splitlines()]
+    assert len(rows) == 32
+    assert all(r["toolset_ref"].startswith("sha256:") for r in rows)  # "every example carries its recorded toolset"
+
+
+def test_capture_sync_twice_changes_nothing(walkthrough):
+    project, *_ = walkthrough
+    suite = project / ".evalshift/suites/support.jsonl"
+    before = suite.read_bytes()
+    again = run_cli("capture", "sync", "--json", cwd=project)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["added"] == 0
+    assert suite.read_bytes() == before
+
+
+def test_compare_to_candidate_fails_on_security_regression_and_exits_zero(walkthrough):
+    """design.md: "0 done (a failing verdict is still 0 unless --fail-on-regression)"."""
+    project, env, _, _ = walkthrough
+    out = run_cli("compare", "--suite-name", "support", "--to", "openai:sim-candidate", cwd=project, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "Verdict: FAIL" in out.stdout
+    assert "notify_security_team" in out.stdout
+    report = next(x for x in out.stdout.splitlines() if x.startswith("Report: ")).removeprefix("Report: ")
+    assert (project / report).is_file()
+    assert "comparing openai:sim-baseline -> openai:sim-candidate" in out.stderr  # progress goes to stderr
+    assert "comparing" not in out.stdout
+
+
+def test_gate_exits_2_and_writes_junit_and_json(walkthrough):
+    project, env, _, _ = walkthrough
+    out = run_cli("compare", "--suite-name", "support", "--to", "openai:sim-candidate", "--json",
+                  "--fail-on-regression", "--junit", "gate.xml", cwd=project, env=env)
+    assert out.returncode == 2, out.stderr
+    payload = json.loads(out.stdout)  # stdout is nothing but the JSON document
+    assert payload["verdict"] == "fail"
+    assert any("notify_security_team" in r["tools"] for r in payload["regressions"])
+    root = ET.parse(project / "gate.xml").getroot()
+    cases = root.findall(".//testcase")
+    comparisons = [c for c in cases if c.get("classname") == "evalshift.comparisons"]
+    regressions = [c for c in cases if c.get("classname", "").startswith("evalshift.regressions")]
+    assert len(comparisons) == len(payload["comparisons"])
+    assert len(regressions) == len(payload["regressions"]) > 0
+    assert all(c.find("failure") is not None for c in regressions)
+    verdict = next(c for c in cases if c.get("name") == "verdict")
+    assert verdict.find("failure") is not None
+
+
+def test_same_model_passes_the_gate(walkthrough):
+    project, env, _, _ = walkthrough
+    out = run_cli("compare", "--suite-name", "support", "--to", "openai:sim-baseline", "--fail-on-regression",
+                  cwd=project, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "Verdict: PASS" in out.stdout
+
+
+def test_run_then_evaluate_then_report_with_providers_from_config(walkthrough, tmp_path):
+    """Base URLs come from evalshift.yaml `providers:` as well as from OPENAI_BASE_URL."""
+    project, _, sim, _ = walkthrough
+    config = tmp_path / "with-providers.yaml"
+    config.write_text((project / "evalshift.yaml").read_text()
+                      + f"providers:\n  openai:\n    base_url: {sim.openai_base_url}\n    api_key: sk-sim\n")
+    ran = run_cli("run", "--suite-name", "support", "--to", "openai:sim-candidate", "--config", str(config),
+                  "--json", cwd=project)
+    assert ran.returncode == 0, ran.stderr
+    run_id = json.loads(ran.stdout)["run_id"]
+    assert (project / ".evalshift/runs" / run_id / "raw.jsonl").is_file()
+    assert json.loads(ran.stdout)["errors"] == 0
+    evaluated = run_cli("evaluate", run_id, "--config", str(config), "--fail-on-regression", cwd=project)
+    assert evaluated.returncode == 2, evaluated.stderr
+    assert "Verdict: FAIL" in evaluated.stdout
+    report = run_cli("report", run_id, "--json", cwd=project)
+    assert report.returncode == 0, report.stderr
+    assert (project / json.loads(report.stdout)["report_path"]).is_file()
