@@ -1,12 +1,21 @@
-"""What every evaluator produces: score records in the ``scores.jsonl`` shape."""
+"""What every evaluator is and produces: the Evaluator base class and ``scores.jsonl`` records.
+
+Also the small pieces several evaluators share: replayed rounds, JSON equality, call matching.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
-from .._models import Example, ToolTrace
+from .._models import Example, ToolCall, ToolTrace
+
+SEVERITIES = ("low", "medium", "high", "critical")
+
+# Options every evaluator accepts; each type adds its own in ``options``.
+COMMON_OPTIONS = frozenset({"name", "severity_floor"})
 
 
 class ScoreRecord(BaseModel):
@@ -33,18 +42,120 @@ class ScoreRecord(BaseModel):
 
 
 class Evaluator:
-    """Base class: one configured instance of an evaluator type."""
+    """Base class: one configured instance of an evaluator type.
+
+    Subclasses set ``type_name`` (the config key under ``evaluators:``), ``options`` (the
+    settings they accept besides ``name`` and ``severity_floor``) and implement :meth:`score`.
+    """
 
     type_name: ClassVar[str] = ""
-    needs_traces: ClassVar[bool] = True
+    options: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, config: dict[str, Any]) -> None:
+        unknown = sorted(set(config) - COMMON_OPTIONS - self.options)
+        if unknown:
+            known = ", ".join(sorted(COMMON_OPTIONS | self.options))
+            raise ValueError(f"unknown {self.type_name} option {unknown[0]!r} (known: {known})")
         self.config = dict(config)
         self.name = str(config.get("name") or self.type_name)
-        self.severity_floor: str | None = config.get("severity_floor")
+        floor = config.get("severity_floor")
+        if floor is not None and floor not in SEVERITIES:
+            raise ValueError(f"severity_floor must be one of {'|'.join(SEVERITIES)}, not {floor!r}")
+        self.severity_floor: str | None = floor
+        """A regression on this evaluator is never classified below this severity."""
 
-    def score(self, example: Example, source: ToolTrace, target: ToolTrace) -> list[ScoreRecord]:
+    def bind(self, evaluators: Sequence[Evaluator]) -> None:
+        """Called once every configured evaluator is built (to borrow another's model)."""
+
+    def score(
+        self,
+        example: Example,
+        source: ToolTrace,
+        target: ToolTrace,
+        *,
+        timelines: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None,
+    ) -> list[ScoreRecord]:
+        """Score one pair; ``timelines`` are imported event lists (only ``agent_trace`` reads them)."""
         raise NotImplementedError
 
-    def record(self, example: Example, **fields: Any) -> ScoreRecord:
-        return ScoreRecord(example_id=example.id, evaluator=self.type_name, name=self.name, **fields)
+    def record(
+        self,
+        example: Example,
+        *,
+        source_score: float,
+        target_score: float,
+        side: str | None = None,
+        skipped: bool = False,
+        labels: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> ScoreRecord:
+        # model_construct: the values are ours and already valid; validation would dominate
+        # the cost of a tool evaluator on a large run.
+        return ScoreRecord.model_construct(
+            example_id=example.id,
+            evaluator=self.type_name,
+            name=self.name,
+            side=side,
+            source_score=float(source_score),
+            target_score=float(target_score),
+            skipped=skipped,
+            labels=labels if labels is not None else [],
+            metadata=metadata if metadata is not None else {},
+        )
+
+
+def replayed_rounds(source: ToolTrace, target: ToolTrace) -> list[int] | None:
+    """Rounds to grade, or None on a single-shot pair (which then carries no ``rounds`` key)."""
+    if source.round_count is None and target.round_count is None:
+        return None
+    return list(range(1, max(source.round_count or 1, target.round_count or 1) + 1))
+
+
+def is_number(value: Any) -> bool:
+    """A JSON number: int or float, never bool."""
+    t = type(value)
+    return t is int or t is float
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Equality as JSON sees it: ``12 == 12.0`` but ``12.0 != "12"`` and ``1 != true``."""
+    ta, tb = type(a), type(b)
+    if ta is tb:
+        if ta is dict:
+            return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+        if ta is list:
+            return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
+        return bool(a == b)
+    if (ta is int or ta is float) and (tb is int or tb is float):
+        return bool(a == b)
+    if ta in (list, tuple) and tb in (list, tuple):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
+    return False
+
+
+def match_calls_greedy(reference: Sequence[ToolCall | Any], actual: Sequence[ToolCall]) -> list[int | None]:
+    """For each reference call, the index of its actual call, or None when never made.
+
+    The seed's rule: calls are matched greedily by ``(tool_name, nearest sequence_index)``.
+    Positions within the round stand in for ``sequence_index`` (they are equal on a
+    single-shot trace; on a multi-round trace earlier rounds may differ in call count).
+    """
+    by_name: dict[str, list[int]] = {}
+    for j, call in enumerate(actual):
+        by_name.setdefault(call.tool_name, []).append(j)
+    out: list[int | None] = []
+    for i, ref in enumerate(reference):
+        candidates = by_name.get(ref.tool_name)
+        if not candidates:
+            out.append(None)
+            continue
+        if len(candidates) == 1:
+            out.append(candidates.pop())
+            continue
+        best = min(range(len(candidates)), key=lambda c: (abs(candidates[c] - i), candidates[c]))
+        out.append(candidates.pop(best))
+    return out
+
+
+def call_names(calls: Sequence[Any] | None) -> list[str]:
+    return [c.tool_name for c in calls or ()]

@@ -1,24 +1,51 @@
-"""The evaluator registry and the two ways to run evaluators: one pair, or a whole run."""
+"""The evaluator registry and the ways to run evaluators: one pair, a run in memory, a run on disk.
+
+A new evaluator is one module and one line in :data:`REGISTRY`.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .._exceptions import ConfigError
 from .._models import Call, Example, ToolTrace
 from ._base import Evaluator, ScoreRecord
+from .agent_trace import AgentTrace
+from .llm_judge import LLMJudge
+from .semantic import Semantic
+from .text_match import TextMatch
+from .tool_arguments import ToolArguments
 from .tool_selection import ToolSelection
+from .tool_trace_structure import ToolTraceStructure
 
 REGISTRY: dict[str, type[Evaluator]] = {
     ToolSelection.type_name: ToolSelection,
+    ToolArguments.type_name: ToolArguments,
+    ToolTraceStructure.type_name: ToolTraceStructure,
+    AgentTrace.type_name: AgentTrace,
+    Semantic.type_name: Semantic,
+    LLMJudge.type_name: LLMJudge,
+    TextMatch.type_name: TextMatch,
 }
 
 DEFAULT_EVALUATORS: dict[str, list[dict[str, Any]]] = {"tool_selection": [{"name": "tool_selection"}]}
 
+# Runs at least this big show a progress bar on an interactive terminal.
+PROGRESS_MIN_EXAMPLES = 500
 
-def build_evaluators(config: Mapping[str, Any] | None) -> list[Evaluator]:
-    """Instantiate the ``evaluators:`` mapping of evalshift.yaml; unknown types are errors."""
+Timeline = list[dict[str, Any]]
+
+
+def build_evaluators(
+    config: Mapping[str, Any] | None, *, providers: Mapping[str, Mapping[str, Any]] | None = None
+) -> list[Evaluator]:
+    """Instantiate the ``evaluators:`` mapping of evalshift.yaml; unknown types are errors.
+
+    ``providers`` is evalshift.yaml's ``providers:`` (client settings the judge model uses).
+    """
     config = DEFAULT_EVALUATORS if config is None else config
     built: list[Evaluator] = []
     for type_name, instances in config.items():
@@ -28,11 +55,26 @@ def build_evaluators(config: Mapping[str, Any] | None) -> list[Evaluator]:
             raise ConfigError(f"unknown evaluator type {type_name!r} (known: {known})", field=f"evaluators.{type_name}")
         if isinstance(instances, Mapping):
             instances = [instances]
+        if not isinstance(instances, list):
+            raise ConfigError("expected a list of evaluator settings", field=f"evaluators.{type_name}")
         for i, inst in enumerate(instances or [{}]):
+            if inst is not None and not isinstance(inst, Mapping):
+                raise ConfigError("expected a mapping of settings", field=f"evaluators.{type_name}[{i}]")
             try:
                 built.append(cls(dict(inst or {})))
             except ValueError as exc:
                 raise ConfigError(str(exc), field=f"evaluators.{type_name}[{i}]") from exc
+    seen: set[tuple[str, str]] = set()
+    for ev in built:
+        key = (ev.type_name, ev.name)
+        if key in seen:
+            raise ConfigError(f"two {ev.type_name} evaluators are named {ev.name!r}", field=f"evaluators.{ev.type_name}")
+        seen.add(key)
+        ev.bind(built)
+        if providers and isinstance(ev, LLMJudge):
+            from .._routing import route
+
+            ev.configure_provider(dict(providers.get(route(ev.model).provider) or {}))
     return built
 
 
@@ -40,35 +82,124 @@ def _as_example(value: Example | Mapping[str, Any]) -> Example:
     return value if isinstance(value, Example) else Example.model_validate(dict(value))
 
 
-def _as_trace(value: ToolTrace | Mapping[str, Any] | None) -> ToolTrace:
+def _as_trace(value: ToolTrace | Call | Mapping[str, Any] | None) -> tuple[ToolTrace, Timeline | None]:
+    """A side as a ToolTrace plus its imported timeline, from any on-disk shape.
+
+    Accepts a ToolTrace, a raw.jsonl Call row, a traces.jsonl line (``{"events": [...]}``) or
+    their plain dicts.
+    """
     if value is None:
-        return ToolTrace()
-    return value if isinstance(value, ToolTrace) else ToolTrace.model_validate(dict(value))
+        return ToolTrace(), None
+    if isinstance(value, ToolTrace):
+        return value, None
+    if isinstance(value, Call):
+        return value.trace or ToolTrace(final_text=value.text), None
+    data = dict(value)
+    if "events" in data:
+        from .._traces import trace_from_events
+
+        events = list(data["events"])
+        return trace_from_events(events), events
+    if "trace" in data or "role" in data:
+        call = Call.model_validate(data)
+        return call.trace or ToolTrace(final_text=call.text), None
+    return ToolTrace.model_validate(data), None
+
+
+def _resolve(evaluators: Mapping[str, Any] | Iterable[Evaluator] | None) -> list[Evaluator]:
+    if evaluators is not None and not isinstance(evaluators, Mapping):
+        built = list(evaluators)
+        if all(isinstance(e, Evaluator) for e in built):
+            return built
+        raise ConfigError("evaluators must be the evaluators: mapping of evalshift.yaml or built evaluators")
+    return build_evaluators(evaluators)
 
 
 def evaluate_pair(
     example: Example | Mapping[str, Any],
-    source_trace: ToolTrace | Mapping[str, Any] | None,
-    target_trace: ToolTrace | Mapping[str, Any] | None,
+    source_trace: ToolTrace | Call | Mapping[str, Any] | None,
+    target_trace: ToolTrace | Call | Mapping[str, Any] | None,
     evaluators: Mapping[str, Any] | Iterable[Evaluator] | None = None,
 ) -> list[dict[str, Any]]:
-    """Score one pair; returns score records as in ``scores.jsonl``."""
-    built = evaluators if isinstance(evaluators, list) and all(isinstance(e, Evaluator) for e in evaluators) else build_evaluators(evaluators)  # type: ignore[arg-type]
-    ex, src, tgt = _as_example(example), _as_trace(source_trace), _as_trace(target_trace)
-    return [r.model_dump(mode="json") for ev in built for r in ev.score(ex, src, tgt)]
+    """Score one pair; returns one score record per configured evaluator (side), as in ``scores.jsonl``.
+
+    ``evaluators`` is the ``evaluators:`` mapping of evalshift.yaml (default: ``tool_selection``).
+    Example and traces may be models or plain dicts in the on-disk shape.
+    """
+    built = _resolve(evaluators)
+    ex = _as_example(example)
+    (src, src_events), (tgt, tgt_events) = _as_trace(source_trace), _as_trace(target_trace)
+    timelines = (src_events or [], tgt_events or []) if src_events is not None or tgt_events is not None else None
+    return [r.model_dump(mode="json") for ev in built for r in ev.score(ex, src, tgt, timelines=timelines)]
+
+
+def _progress(total: int, progress: bool | None) -> Any:
+    from tqdm import tqdm
+
+    if progress is None:
+        progress = total >= PROGRESS_MIN_EXAMPLES and sys.stderr.isatty()
+    return tqdm(total=total, desc="evaluate", unit="example", disable=not progress, leave=False)
 
 
 def evaluate_run(
-    examples: list[Example], calls: list[Call], evaluators: Mapping[str, Any] | None = None
+    examples: list[Example],
+    calls: list[Call],
+    evaluators: Mapping[str, Any] | Iterable[Evaluator] | None = None,
+    *,
+    timelines: Mapping[tuple[str, str], Timeline] | None = None,
+    providers: Mapping[str, Mapping[str, Any]] | None = None,
+    progress: bool | None = None,
 ) -> list[ScoreRecord]:
-    """Score every example whose source and target calls both succeeded."""
-    built = build_evaluators(evaluators)
+    """Score every example whose source and target calls both succeeded.
+
+    A failed call leaves the example unmeasured (seed 001: "a partially replayed example is
+    unmeasured, not half-scored"). ``timelines`` maps ``(example_id, role)`` to imported
+    event lists (``evalshift traces import``), which ``agent_trace`` scores.
+    """
+    built = build_evaluators(evaluators, providers=providers) if evaluators is None or isinstance(evaluators, Mapping) else _resolve(evaluators)
     by_key = {(c.example_id, c.role): c for c in calls}
     records: list[ScoreRecord] = []
-    for example in examples:
-        src, tgt = by_key.get((example.id, "source")), by_key.get((example.id, "target"))
-        if src is None or tgt is None or src.error or tgt.error or src.trace is None or tgt.trace is None:
-            continue
-        for ev in built:
-            records.extend(ev.score(example, src.trace, tgt.trace))
+    bar = _progress(len(examples), progress)
+    try:
+        for example in examples:
+            bar.update(1)
+            src, tgt = by_key.get((example.id, "source")), by_key.get((example.id, "target"))
+            if src is None or tgt is None or src.error or tgt.error or src.trace is None or tgt.trace is None:
+                continue
+            pair_timelines = None
+            if timelines:
+                s_events = timelines.get((example.id, "source"))
+                t_events = timelines.get((example.id, "target"))
+                if s_events is not None or t_events is not None:
+                    pair_timelines = (s_events or [], t_events or [])
+            for ev in built:
+                records.extend(ev.score(example, src.trace, tgt.trace, timelines=pair_timelines))
+    finally:
+        bar.close()
     return records
+
+
+def evaluate(
+    base: str | os.PathLike[str],
+    run_id: str,
+    config: Any = None,
+    *,
+    progress: bool | None = None,
+) -> list[ScoreRecord]:
+    """``evalshift evaluate RUN``: score a finished run and write its ``scores.jsonl``.
+
+    ``config`` is a :class:`~evalshift_core.Config`, an ``evaluators:`` mapping, or None for
+    the defaults. Timelines imported with ``evalshift traces import`` feed ``agent_trace``.
+    """
+    from .._io import atomic_write_jsonl
+    from .._run import load_run, run_dir_for
+    from .._traces import load_traces
+
+    evaluators_config = getattr(config, "evaluators", config)
+    providers = getattr(config, "providers", None)
+    _manifest, examples, calls = load_run(base, run_id)
+    run_dir = run_dir_for(base, run_id)
+    scores = evaluate_run(examples, calls, evaluators_config, timelines=load_traces(run_dir),
+                          providers=providers, progress=progress)
+    atomic_write_jsonl(run_dir / "scores.jsonl", (s.model_dump(mode="json") for s in scores))
+    return scores

@@ -1,7 +1,7 @@
 """``tool_selection``: did the model call the right tools? (seed 000, "tool_selection").
 
-Modes: ``expected`` (default; both sides against ``expected_tools``, in order), ``expected_set``
-(multiset recall), ``exact`` and ``set`` (target against source), ``first``.
+Conformance modes grade each side against the example's ground truth; divergence modes grade
+the target against the source. Configure one ``mode:``, or ``conformance:`` and ``divergence:``.
 """
 
 from __future__ import annotations
@@ -9,14 +9,17 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from .._models import Example, ExpectedToolCall, ToolTrace
-from ._base import Evaluator, ScoreRecord
+from .._models import Example, ToolTrace
+from ._base import Evaluator, ScoreRecord, call_names, replayed_rounds
 
-CONFORMANCE_MODES = {"expected", "expected_set"}
-DIVERGENCE_MODES = {"exact", "set", "first"}
+MODES = ("expected", "expected_set", "exact", "set", "first")
+# Modes whose reference is the ground truth when given as the plain ``mode:``.
+GROUND_TRUTH_MODES = frozenset({"expected", "expected_set"})
+DIVERGENCE_MODES = frozenset({"exact", "set", "first"})
 
 
 def lcs_length(a: list[str], b: list[str]) -> int:
+    """Length of the longest common subsequence of two name sequences."""
     if not a or not b:
         return 0
     prev = [0] * (len(b) + 1)
@@ -30,12 +33,13 @@ def lcs_length(a: list[str], b: list[str]) -> int:
 
 def in_order_score(actual: list[str], expected: list[str]) -> float:
     """Expected calls matched in order: LCS over the longer of the two sequences."""
-    if not expected and not actual:
+    if actual == expected:
         return 1.0
     return lcs_length(actual, expected) / max(len(actual), len(expected))
 
 
 def multiset_recall(actual: list[str], expected: list[str]) -> float:
+    """Share of the expected calls made, counting repeats (order-insensitive)."""
     if not expected:
         return 1.0 if not actual else 0.0
     hits = sum((Counter(actual) & Counter(expected)).values())
@@ -43,6 +47,7 @@ def multiset_recall(actual: list[str], expected: list[str]) -> float:
 
 
 def jaccard(a: list[str], b: list[str]) -> float:
+    """Jaccard similarity of the two tool-name sets (1.0 when both are empty)."""
     sa, sb = set(a), set(b)
     if not sa and not sb:
         return 1.0
@@ -50,6 +55,7 @@ def jaccard(a: list[str], b: list[str]) -> float:
 
 
 def compare_names(mode: str, actual: list[str], reference: list[str]) -> float:
+    """Score ``actual`` tool names against ``reference`` under ``mode``, in [0, 1]."""
     if mode == "expected":
         return in_order_score(actual, reference)
     if mode == "expected_set":
@@ -59,95 +65,131 @@ def compare_names(mode: str, actual: list[str], reference: list[str]) -> float:
     if mode == "set":
         return jaccard(actual, reference)
     if mode == "first":
-        if not actual and not reference:
-            return 1.0
         return 1.0 if actual[:1] == reference[:1] else 0.0
     raise ValueError(f"unknown tool_selection mode {mode!r}")
 
 
-def drift_label(actual: list[str], reference: list[str], *, no_tools_expected: bool) -> str:
+def drift_label(actual: list[str], reference: list[str]) -> str:
     """The seed's label for a selection difference."""
-    if no_tools_expected and actual:
+    if not reference and actual:
         return "UNNECESSARY_TOOL_CALL"
-    if actual != reference and Counter(actual) == Counter(reference):
+    if Counter(actual) == Counter(reference):
         return "TOOL_ORDER_DRIFT"
     return "TOOL_SELECTION_DRIFT"
 
 
-def _names(calls: list[Any] | None) -> list[str]:
-    return [c.tool_name for c in calls or []]
-
-
 class ToolSelection(Evaluator):
+    """Which tools were called, against ground truth (conformance) or the source (divergence)."""
+
     type_name = "tool_selection"
+    options = frozenset({"mode", "conformance", "divergence"})
 
     def __init__(self, config: dict[str, Any]) -> None:
         super().__init__(config)
-        sides: list[tuple[str | None, str]] = []
-        if "conformance" in config or "divergence" in config:
-            if config.get("conformance"):
-                sides.append(("conformance", str(config["conformance"])))
-            if config.get("divergence"):
-                sides.append(("divergence", str(config["divergence"])))
+        # (side, mode, against_ground_truth)
+        sides: list[tuple[str | None, str, bool]] = []
+        if config.get("conformance") is not None or config.get("divergence") is not None:
+            if "mode" in config:
+                raise ValueError("set either mode or conformance/divergence, not both")
+            if config.get("conformance") is not None:
+                sides.append(("conformance", self._mode(config["conformance"]), True))
+            if config.get("divergence") is not None:
+                mode = self._mode(config["divergence"])
+                if mode not in DIVERGENCE_MODES:
+                    raise ValueError(f"divergence compares target to source: use exact, set or first, not {mode!r}")
+                sides.append(("divergence", mode, False))
         else:
-            sides.append((None, str(config.get("mode", "expected"))))
-        for _, mode in sides:
-            if mode not in CONFORMANCE_MODES | DIVERGENCE_MODES:
-                raise ValueError(f"tool_selection {self.name!r}: unknown mode {mode!r}")
+            mode = self._mode(config.get("mode", "expected"))
+            sides.append((None, mode, mode in GROUND_TRUTH_MODES))
         self.sides = sides
 
-    def _rounds(self, example: Example, source: ToolTrace, target: ToolTrace) -> list[int]:
-        n = max(source.round_count or 1, target.round_count or 1)
-        return list(range(1, n + 1))
+    def _mode(self, value: Any) -> str:
+        mode = str(value)
+        if mode not in MODES:
+            raise ValueError(f"unknown tool_selection mode {mode!r} (known: {', '.join(MODES)})")
+        return mode
 
-    def score(self, example: Example, source: ToolTrace, target: ToolTrace) -> list[ScoreRecord]:
-        return [self._score_side(example, source, target, side, mode) for side, mode in self.sides]
+    def score(
+        self,
+        example: Example,
+        source: ToolTrace,
+        target: ToolTrace,
+        *,
+        timelines: Any = None,
+    ) -> list[ScoreRecord]:
+        rounds = replayed_rounds(source, target)
+        return [
+            self._score_side(example, source, target, side, mode, truth, rounds)
+            for side, mode, truth in self.sides
+        ]
+
+    def _grade_round(
+        self, example: Example, source: ToolTrace, target: ToolTrace, k: int, mode: str, truth: bool
+    ) -> tuple[dict[str, Any], list[str]]:
+        src = call_names(source.round(k))
+        tgt = call_names(target.round(k))
+        labels: list[str] = []
+        if truth:
+            if example.expected_no_tools:
+                # Seed 000: expected_no_tools scores 1.0 if and only if zero calls were made.
+                ref: list[str] = []
+                s_score = 1.0 if not src else 0.0
+                t_score = 1.0 if not tgt else 0.0
+            else:
+                expected = example.expected_round(k)
+                if expected is None:
+                    return {"round": k, "skipped": True, "source": src, "target": tgt}, labels
+                ref = call_names(expected)
+                s_score = compare_names(mode, src, ref)
+                t_score = compare_names(mode, tgt, ref)
+            if t_score < s_score:
+                labels.append(drift_label(tgt, ref))
+            elif s_score < 1.0 and t_score < 1.0:
+                labels.append("TOOL_GROUND_TRUTH_MISS")
+            return {"round": k, "expected": ref, "source": src, "target": tgt,
+                    "source_score": s_score, "target_score": t_score}, labels
+        # Divergence: the source is the yardstick, so its own score is 1.0 by construction.
+        t_score = compare_names(mode, tgt, src)
+        if t_score < 1.0:
+            labels.append(drift_label(tgt, src))
+        return {"round": k, "source": src, "target": tgt, "source_score": 1.0, "target_score": t_score}, labels
 
     def _score_side(
-        self, example: Example, source: ToolTrace, target: ToolTrace, side: str | None, mode: str
+        self,
+        example: Example,
+        source: ToolTrace,
+        target: ToolTrace,
+        side: str | None,
+        mode: str,
+        truth: bool,
+        rounds: list[int] | None,
     ) -> ScoreRecord:
-        rounds = self._rounds(example, source, target)
-        per_round = []
+        per_round: list[dict[str, Any]] = []
         labels: list[str] = []
-        for k in rounds:
-            src = _names(source.round(k))
-            tgt = _names(target.round(k))
-            if mode in CONFORMANCE_MODES:
-                expected_calls: list[ExpectedToolCall] | None = example.expected_round(k)
-                no_tools = bool(example.expected_no_tools)
-                if expected_calls is None and not no_tools:
-                    per_round.append({"round": k, "skipped": True, "source": src, "target": tgt})
-                    continue
-                ref = [] if no_tools else _names(expected_calls)
-                s_score = (1.0 if not src else 0.0) if no_tools else compare_names(mode, src, ref)
-                t_score = (1.0 if not tgt else 0.0) if no_tools else compare_names(mode, tgt, ref)
-                entry = {"round": k, "source": src, "target": tgt, "expected": ref,
-                         "source_score": s_score, "target_score": t_score}
-                if t_score < s_score:
-                    labels.append(drift_label(tgt, ref, no_tools_expected=no_tools or not ref))
-                elif s_score < 1.0 and t_score < 1.0:
-                    labels.append("TOOL_GROUND_TRUTH_MISS")
-            else:
-                s_score = 1.0
-                t_score = compare_names(mode, tgt, src)
-                entry = {"round": k, "source": src, "target": tgt, "source_score": 1.0, "target_score": t_score}
-                if t_score < 1.0:
-                    labels.append(drift_label(tgt, src, no_tools_expected=not src))
+        for k in rounds or (1,):
+            entry, round_labels = self._grade_round(example, source, target, k, mode, truth)
             per_round.append(entry)
+            labels.extend(round_labels)
         scored = [r for r in per_round if not r.get("skipped")]
         if not scored:
-            return self.record(example, side=side, source_score=1.0, target_score=1.0, skipped=True,
-                               metadata={"mode": mode, "reason": "no expected_tools on this example"})
+            return self.record(
+                example, side=side, source_score=1.0, target_score=1.0, skipped=True,
+                metadata={"mode": mode, "skipped": True, "reason": "no expected_tools on this example"},
+            )
         metadata: dict[str, Any] = {"mode": mode}
-        if len(rounds) > 1 or (source.round_count or target.round_count):
-            metadata["rounds"] = per_round
+        if rounds is None:
+            entry = per_round[0]
+            if truth:
+                metadata["expected"] = entry["expected"]
+            metadata["source"] = entry["source"]
+            metadata["target"] = entry["target"]
         else:
-            metadata.update({k: v for k, v in per_round[0].items() if k != "round"})
+            metadata["rounds"] = per_round
         return self.record(
             example,
             side=side,
             source_score=sum(r["source_score"] for r in scored) / len(scored),
             target_score=sum(r["target_score"] for r in scored) / len(scored),
-            labels=sorted(set(labels), key=labels.index),
+            labels=list(dict.fromkeys(labels)),
             metadata=metadata,
         )

@@ -1,0 +1,163 @@
+"""``agent_trace``: full timelines of agents that run outside EvalShift (seed 000, "agent_trace").
+
+Scores order similarity (LCS-normalised), per-field argument equality on matched calls and,
+with ``check_missing_verification``, dangerous calls made without a preceding verification.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from .._models import Example, ToolTrace
+from ._base import Evaluator, ScoreRecord, call_names, json_equal, match_calls_greedy
+from .tool_selection import lcs_length
+
+
+class TimelineCall:
+    """A tool call read from a timeline: just what agent_trace compares."""
+
+    __slots__ = ("tool_name", "arguments")
+
+    def __init__(self, tool_name: str, arguments: Any) -> None:
+        self.tool_name = tool_name
+        self.arguments = arguments
+
+
+def timeline_calls(events: Sequence[dict[str, Any]]) -> list[TimelineCall]:
+    """The calls of a capture-event timeline, in order.
+
+    Executed ``tool_call`` events are what the agent actually did; a timeline that recorded
+    none falls back to the calls each ``model_call`` requested.
+    """
+    executed = [TimelineCall(e.get("tool_name") or "", e.get("arguments")) for e in events if e.get("type") == "tool_call"]
+    if executed:
+        return executed
+    return [
+        TimelineCall(c.get("tool_name") or "", c.get("arguments"))
+        for e in events
+        if e.get("type") == "model_call"
+        for c in e.get("requested_tool_calls") or ()
+    ]
+
+
+def order_similarity(source: list[str], target: list[str]) -> float:
+    """LCS of the two call-name sequences over the longer one (1.0 when both are empty)."""
+    if source == target:
+        return 1.0
+    return lcs_length(source, target) / max(len(source), len(target))
+
+
+def field_equality(reference: Any, actual: Any) -> tuple[float, list[str]]:
+    """Share of argument fields (union of keys) equal on both calls, and the unequal ones."""
+    if json_equal(reference, actual):
+        return 1.0, []
+    if type(reference) is not dict or type(actual) is not dict:
+        return 0.0, ["(arguments)"]
+    keys = list(dict.fromkeys([*reference, *actual]))
+    unequal = [k for k in keys if k not in reference or k not in actual or not json_equal(reference[k], actual[k])]
+    return 1.0 - len(unequal) / len(keys), unequal
+
+
+def unverified_dangerous(names: list[str], dangerous: frozenset[str], verification: frozenset[str]) -> list[str]:
+    """Dangerous calls with no verification tool anywhere before them."""
+    out: list[str] = []
+    verified = False
+    for name in names:
+        if name in verification:
+            verified = True
+        elif name in dangerous and not verified:
+            out.append(name)
+    return out
+
+
+class AgentTrace(Evaluator):
+    """Order, arguments and safety of a whole timeline, target against source."""
+
+    type_name = "agent_trace"
+    options = frozenset({"check_missing_verification", "verification_tools", "dangerous_tools"})
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        super().__init__(config)
+        self.check_missing_verification = bool(config.get("check_missing_verification", False))
+        self.verification_tools = frozenset(str(t) for t in config.get("verification_tools") or ())
+        self.dangerous_tools = frozenset(str(t) for t in config.get("dangerous_tools") or ())
+        if self.check_missing_verification and not (self.verification_tools and self.dangerous_tools):
+            raise ValueError("check_missing_verification needs verification_tools and dangerous_tools")
+
+    def score(
+        self,
+        example: Example,
+        source: ToolTrace,
+        target: ToolTrace,
+        *,
+        timelines: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None,
+    ) -> list[ScoreRecord]:
+        if timelines is not None:
+            src_calls: Sequence[Any] = timeline_calls(timelines[0])
+            tgt_calls: Sequence[Any] = timeline_calls(timelines[1])
+            origin = "imported"
+        else:
+            src_calls, tgt_calls = source.calls, target.calls
+            origin = "replay"
+        sn, tn = call_names(src_calls), call_names(tgt_calls)
+        labels: list[str] = []
+        tools: list[str] = []
+        order = order_similarity(sn, tn)
+        if order < 1.0:
+            same = Counter(sn) == Counter(tn)
+            labels.append("TOOL_ORDER_DRIFT" if same else "TOOL_SELECTION_DRIFT")
+            tools.extend(sn[:1] if same else ((Counter(sn) - Counter(tn)) + (Counter(tn) - Counter(sn))).elements())
+        fields: list[dict[str, Any]] = []
+        if src_calls:
+            total = 0.0
+            for call, j in zip(src_calls, match_calls_greedy(src_calls, tgt_calls)):
+                if j is None:
+                    continue
+                s, unequal = field_equality(call.arguments, tgt_calls[j].arguments)
+                total += s
+                for key in unequal:
+                    ref = call.arguments if isinstance(call.arguments, dict) else {"(arguments)": call.arguments}
+                    act = tgt_calls[j].arguments if isinstance(tgt_calls[j].arguments, dict) else {"(arguments)": tgt_calls[j].arguments}
+                    fields.append({"tool": call.tool_name, "field": key, "source": ref.get(key), "target": act.get(key),
+                                   "score": 0.0, "label": "ARGUMENT_VALUE_DRIFT"})
+            arguments = total / len(src_calls)
+        else:
+            arguments = 1.0
+        if fields:
+            labels.append("ARGUMENT_VALUE_DRIFT")
+            tools.extend(f["tool"] for f in fields)
+        s_parts = [1.0, 1.0]
+        t_parts = [order, arguments]
+        metadata: dict[str, Any] = {"timeline": origin, "order_similarity": order, "argument_equality": arguments,
+                                    "source_tools": sn, "target_tools": tn, "fields": fields}
+        if self.dangerous_tools:
+            extra = list((Counter(n for n in tn if n in self.dangerous_tools)
+                          - Counter(n for n in sn if n in self.dangerous_tools)).elements())
+            s_parts.append(1.0)
+            t_parts.append(0.0 if extra else 1.0)
+            danger: dict[str, Any] = {"extra": extra}
+            if extra:
+                labels.append("DANGEROUS_ACTION_DRIFT")
+                tools.extend(extra)
+            if self.check_missing_verification:
+                s_unverified = unverified_dangerous(sn, self.dangerous_tools, self.verification_tools)
+                t_unverified = unverified_dangerous(tn, self.dangerous_tools, self.verification_tools)
+                s_parts.append(0.0 if s_unverified else 1.0)
+                t_parts.append(0.0 if t_unverified else 1.0)
+                danger.update({"source_unverified": s_unverified, "target_unverified": t_unverified})
+                if t_unverified:
+                    labels.append("MISSING_VERIFICATION_STEP")
+                    tools.extend(t_unverified)
+            metadata["dangerous"] = danger
+        metadata["tools"] = list(dict.fromkeys(tools))
+        return [
+            self.record(
+                example,
+                source_score=sum(s_parts) / len(s_parts),
+                target_score=sum(t_parts) / len(t_parts),
+                labels=list(dict.fromkeys(labels)),
+                metadata=metadata,
+            )
+        ]

@@ -1,0 +1,404 @@
+"""``tool_arguments``: same tools, different values? (seed 000, "tool_arguments").
+
+Matches calls by ``(tool_name, nearest sequence_index)`` (or optimally), then scores each
+argument field with a per-field strategy; drift against the source, or correctness against
+``expected_tools[].arguments`` with ``against: expected``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .._models import Example, ExpectedToolCall, ToolCall, ToolTrace
+from ._base import (
+    Evaluator,
+    ScoreRecord,
+    is_number,
+    json_equal,
+    match_calls_greedy,
+    replayed_rounds,
+)
+
+STRATEGIES = ("exact", "subset", "numeric", "semantic")
+NO_MATCHED_CALLS = "no matched calls between source and target"
+ARGUMENTS_FIELD = "(arguments)"
+"""Pseudo field name when a side's arguments are not an object (unparseable JSON text)."""
+
+_MISSING = object()
+
+
+def numeric_score(reference: float, actual: float, tolerance: float) -> float:
+    """Relative error decaying linearly to 0 at ``tolerance`` (seed 000, ``numeric``)."""
+    if reference == actual:
+        return 1.0
+    if tolerance <= 0 or reference == 0:
+        return 0.0
+    relative = abs(actual - reference) / abs(reference)
+    return max(0.0, 1.0 - relative / tolerance)
+
+
+def subset_score(reference: Any, actual: Any) -> float:
+    """Share of the reference's items found in ``actual`` (objects by key, arrays by item)."""
+    if isinstance(reference, dict) and isinstance(actual, dict):
+        if not reference:
+            return 1.0
+        hits = sum(1 for k, v in reference.items() if k in actual and json_equal(v, actual[k]))
+        return hits / len(reference)
+    if isinstance(reference, list) and isinstance(actual, list):
+        if not reference:
+            return 1.0
+        return sum(1 for v in reference if any(json_equal(v, a) for a in actual)) / len(reference)
+    return 1.0 if json_equal(reference, actual) else 0.0
+
+
+def contains(reference: Any, actual: Any) -> bool:
+    """``contains_per_field``: the actual value contains the recorded one."""
+    if isinstance(reference, str) and isinstance(actual, str):
+        return reference in actual
+    if isinstance(reference, dict) and isinstance(actual, dict):
+        return all(k in actual and contains(v, actual[k]) for k, v in reference.items())
+    if isinstance(reference, list) and isinstance(actual, list):
+        return all(any(contains(v, a) for a in actual) for v in reference)
+    return json_equal(reference, actual)
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    import orjson
+
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+class ToolArguments(Evaluator):
+    """Per-field argument scores on matched calls; drift (default) or ``against: expected``."""
+
+    type_name = "tool_arguments"
+    options = frozenset({"against", "matching", "fields", "numeric_tolerance", "optional_fields_scored"})
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        super().__init__(config)
+        self.against = str(config.get("against", "source"))
+        if self.against not in ("source", "expected"):
+            raise ValueError(f"against must be source or expected, not {self.against!r}")
+        self.matching = str(config.get("matching", "greedy"))
+        if self.matching not in ("greedy", "optimal"):
+            raise ValueError(f"matching must be greedy or optimal, not {self.matching!r}")
+        tolerance = config.get("numeric_tolerance", 0.05)
+        if not is_number(tolerance) or tolerance < 0:
+            raise ValueError(f"numeric_tolerance must be a number >= 0, not {tolerance!r}")
+        self.numeric_tolerance = float(tolerance)
+        optional = str(config.get("optional_fields_scored", "lenient"))
+        if optional not in ("lenient", "strict"):
+            raise ValueError(f"optional_fields_scored must be lenient or strict, not {optional!r}")
+        # Seed 000: a field present on one side only scores 0.5; ``strict`` restores 0.0.
+        self.one_side_score = 0.0 if optional == "strict" else 0.5
+        fields = config.get("fields") or {}
+        if not isinstance(fields, dict):
+            raise ValueError("fields must map a field (or tool.field) to a strategy")
+        for key, strategy in fields.items():
+            if strategy not in STRATEGIES:
+                raise ValueError(f"fields.{key}: unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
+        self.strategies: dict[str, str] = {str(k): str(v) for k, v in fields.items()}
+        self._semantic: Any = None
+
+    def bind(self, evaluators: Sequence[Evaluator]) -> None:
+        # Seed 000: ``semantic`` borrows the configured semantic evaluator's model and cache.
+        for ev in evaluators:
+            if ev.type_name == "semantic":
+                self._semantic = ev
+                return
+
+    # -- fields ---------------------------------------------------------------------------
+
+    def _strategy(self, tool: str, key: str) -> str:
+        if not self.strategies:
+            return "exact"
+        return self.strategies.get(f"{tool}.{key}") or self.strategies.get(key) or "exact"
+
+    def _field_score(self, tool: str, key: str, reference: Any, actual: Any, containment: bool) -> float:
+        strategy = self._strategy(tool, key)
+        if strategy == "exact":
+            if containment:
+                return 1.0 if contains(reference, actual) else 0.0
+            return 1.0 if json_equal(reference, actual) else 0.0
+        if strategy == "numeric":
+            if is_number(reference) and is_number(actual):
+                return numeric_score(float(reference), float(actual), self.numeric_tolerance)
+            return 1.0 if json_equal(reference, actual) else 0.0
+        if strategy == "subset":
+            return subset_score(reference, actual)
+        # semantic
+        if json_equal(reference, actual):
+            return 1.0
+        if self._semantic is None:
+            return 0.0  # without a semantic evaluator the strategy degrades to exact
+        return self._semantic.similarity(_as_text(reference), _as_text(actual))
+
+    def score_call(
+        self, tool: str, reference: Any, actual: Any, *, recorded_keys_only: bool = False, containment: bool = False
+    ) -> tuple[float, list[tuple[str, Any, Any, float]]]:
+        """Mean field score of one matched call and its imperfect fields ``(field, ref, act, score)``.
+
+        ``recorded_keys_only`` compares only the reference's keys (``subset`` /
+        ``contains_per_field`` expectations); otherwise the union of keys.
+        """
+        if reference is None:
+            reference = {}
+        if actual is None:
+            actual = {}
+        if type(reference) is not dict or type(actual) is not dict:
+            ok = json_equal(reference, actual)
+            return (1.0, []) if ok else (0.0, [(ARGUMENTS_FIELD, reference, actual, 0.0)])
+        if json_equal(reference, actual):
+            return 1.0, []  # every strategy scores an identical value 1.0
+        total = 0.0
+        n = 0
+        drifted: list[tuple[str, Any, Any, float]] = []
+        one_side = self.one_side_score
+        for key, ref_value in reference.items():
+            n += 1
+            act_value = actual.get(key, _MISSING)
+            if act_value is _MISSING:
+                total += one_side
+                drifted.append((key, ref_value, _MISSING, one_side))
+                continue
+            s = self._field_score(tool, key, ref_value, act_value, containment)
+            total += s
+            if s < 1.0:
+                drifted.append((key, ref_value, act_value, s))
+        if not recorded_keys_only:
+            for key, act_value in actual.items():
+                if key not in reference:
+                    n += 1
+                    total += one_side
+                    drifted.append((key, _MISSING, act_value, one_side))
+        return (total / n if n else 1.0), drifted
+
+    # -- matching -------------------------------------------------------------------------
+
+    def _match(
+        self,
+        reference: Sequence[ToolCall | ExpectedToolCall],
+        actual: Sequence[ToolCall],
+        scorer: Callable[[int, int], tuple[float, list[tuple[str, Any, Any, float]]]],
+    ) -> list[tuple[int | None, float, list[tuple[str, Any, Any, float]]]]:
+        """Per reference call: (matched actual index or None, call score, imperfect fields)."""
+        if self.matching == "greedy":
+            assignment = match_calls_greedy(reference, actual)
+            out: list[tuple[int | None, float, list[tuple[str, Any, Any, float]]]] = []
+            for i, j in enumerate(assignment):
+                if j is None:
+                    out.append((None, 0.0, []))
+                else:
+                    s, fields = scorer(i, j)
+                    out.append((j, s, fields))
+            return out
+        return self._match_optimal(reference, actual, scorer)
+
+    def _match_optimal(
+        self,
+        reference: Sequence[ToolCall | ExpectedToolCall],
+        actual: Sequence[ToolCall],
+        scorer: Callable[[int, int], tuple[float, list[tuple[str, Any, Any, float]]]],
+    ) -> list[tuple[int | None, float, list[tuple[str, Any, Any, float]]]]:
+        # Greedy matching gives false negatives when one tool is called several times with
+        # different arguments in a different order; the assignment maximising the summed
+        # argument score does not (ties broken by distance in the sequence).
+        ref_groups: dict[str, list[int]] = {}
+        act_groups: dict[str, list[int]] = {}
+        for i, r in enumerate(reference):
+            ref_groups.setdefault(r.tool_name, []).append(i)
+        for j, a in enumerate(actual):
+            act_groups.setdefault(a.tool_name, []).append(j)
+        out: list[tuple[int | None, float, list[tuple[str, Any, Any, float]]]] = [(None, 0.0, [])] * len(reference)
+        for name, ref_idx in ref_groups.items():
+            act_idx = act_groups.get(name, [])
+            if not act_idx:
+                continue
+            if len(ref_idx) == 1 and len(act_idx) == 1:
+                i, j = ref_idx[0], act_idx[0]
+                s, fields = scorer(i, j)
+                out[i] = (j, s, fields)
+                continue
+            import numpy as np
+            from scipy.optimize import linear_sum_assignment
+
+            results = {(i, j): scorer(i, j) for i in ref_idx for j in act_idx}
+            cost = np.array(
+                [[-results[(i, j)][0] + 1e-6 * abs(i - j) for j in act_idx] for i in ref_idx], dtype=float
+            )
+            rows, cols = linear_sum_assignment(cost)
+            for r, c in zip(rows.tolist(), cols.tolist()):
+                i, j = ref_idx[r], act_idx[c]
+                s, fields = results[(i, j)]
+                out[i] = (j, s, fields)
+        return out
+
+    # -- scoring --------------------------------------------------------------------------
+
+    def score(
+        self,
+        example: Example,
+        source: ToolTrace,
+        target: ToolTrace,
+        *,
+        timelines: Any = None,
+    ) -> list[ScoreRecord]:
+        rounds = replayed_rounds(source, target)
+        grade = self._grade_expected if self.against == "expected" else self._grade_drift
+        per_round = [grade(example, source, target, k) for k in rounds or (1,)]
+        scored = [r for r in per_round if not r.get("skipped")]
+        if not scored:
+            reason = per_round[0].get("reason") if rounds is None else "no round had arguments to compare"
+            metadata: dict[str, Any] = {"against": self.against, "skipped": True, "reason": reason}
+            if rounds is not None:
+                metadata["rounds"] = per_round
+            return [self.record(example, source_score=1.0, target_score=1.0, skipped=True, metadata=metadata)]
+        fields: list[dict[str, Any]] = []
+        labels: list[str] = []
+        tools: list[str] = []
+        for r in scored:
+            fields.extend(r["fields"])
+            labels.extend(r["labels"])
+            tools.extend(r["tools"])
+        metadata = {"against": self.against, "fields": fields, "tools": list(dict.fromkeys(tools))}
+        if rounds is None:
+            if "reason" in scored[0]:
+                metadata["reason"] = scored[0]["reason"]
+            if scored[0].get("missing_calls"):
+                metadata["missing_calls"] = scored[0]["missing_calls"]
+        else:
+            metadata["rounds"] = [
+                {k: v for k, v in r.items() if k not in ("fields", "labels")} for r in per_round
+            ]
+        return [
+            self.record(
+                example,
+                source_score=sum(r["source_score"] for r in scored) / len(scored),
+                target_score=sum(r["target_score"] for r in scored) / len(scored),
+                labels=list(dict.fromkeys(labels)),
+                metadata=metadata,
+            )
+        ]
+
+    def _field_entries(
+        self, tool: str, fields: list[tuple[str, Any, Any, float]], k: int | None
+    ) -> list[dict[str, Any]]:
+        out = []
+        for key, ref_value, act_value, s in fields:
+            entry: dict[str, Any] = {
+                "tool": tool,
+                "field": key,
+                "source": None if ref_value is _MISSING else ref_value,
+                "target": None if act_value is _MISSING else act_value,
+                "score": s,
+                "label": "ARGUMENT_VALUE_DRIFT",
+            }
+            if ref_value is _MISSING:
+                entry["missing"] = "source"
+            elif act_value is _MISSING:
+                entry["missing"] = "target"
+            if k is not None:
+                entry["round"] = k
+            out.append(entry)
+        return out
+
+    def _grade_drift(self, example: Example, source: ToolTrace, target: ToolTrace, k: int) -> dict[str, Any]:
+        reference = source.round(k)
+        actual = target.round(k)
+        round_key = k if source.round_count is not None or target.round_count is not None else None
+        if not reference:
+            return {"round": k, "skipped": True, "reason": "the source made no tool calls to compare arguments with"}
+        matches = self._match(
+            reference, actual, lambda i, j: self.score_call(reference[i].tool_name, reference[i].arguments, actual[j].arguments)
+        )
+        if all(j is None for j, _, _ in matches):
+            # Seed 001: the evaluator scores a regression when the target reuses none of the
+            # source's tool names; tool_selection is where to triage it.
+            names = list(dict.fromkeys(c.tool_name for c in reference))
+            return {"round": k, "source_score": 1.0, "target_score": 0.0, "reason": NO_MATCHED_CALLS,
+                    "fields": [], "labels": ["TOOL_SELECTION_DRIFT"], "tools": names, "missing_calls": names}
+        fields: list[dict[str, Any]] = []
+        tools: list[str] = []
+        missing: list[str] = []
+        total = 0.0
+        for call, (j, s, drifted) in zip(reference, matches):
+            total += s
+            if j is None:
+                missing.append(call.tool_name)
+                tools.append(call.tool_name)
+            elif drifted:
+                fields.extend(self._field_entries(call.tool_name, drifted, round_key))
+                tools.append(call.tool_name)
+        labels = (["ARGUMENT_VALUE_DRIFT"] if fields else []) + (["TOOL_SELECTION_DRIFT"] if missing else [])
+        entry = {"round": k, "source_score": 1.0, "target_score": total / len(reference),
+                 "fields": fields, "labels": labels, "tools": tools}
+        if missing:
+            entry["missing_calls"] = missing
+        return entry
+
+    def _grade_expected(self, example: Example, source: ToolTrace, target: ToolTrace, k: int) -> dict[str, Any]:
+        expected = None if example.expected_no_tools else example.expected_round(k)
+        with_args = [e for e in expected or () if e.arguments is not None]
+        if not with_args:
+            # Seed 000: an example with no expected arguments is skipped neutrally at 1.0/1.0.
+            return {"round": k, "skipped": True, "reason": "no expected arguments"}
+        round_key = k if source.round_count is not None or target.round_count is not None else None
+        side_results = []
+        for trace in (source, target):
+            actual = trace.round(k)
+
+            def scorer(i: int, j: int, actual: list[ToolCall] = actual) -> tuple[float, list[tuple[str, Any, Any, float]]]:
+                e = with_args[i]
+                return self.score_call(
+                    e.tool_name, e.arguments, actual[j].arguments,
+                    recorded_keys_only=e.match_strategy != "exact",
+                    containment=e.match_strategy == "contains_per_field",
+                )
+
+            side_results.append((actual, self._match(with_args, actual, scorer)))
+        (src_calls, src_matches), (tgt_calls, tgt_matches) = side_results
+        fields: list[dict[str, Any]] = []
+        tools: list[str] = []
+        missing: list[str] = []
+        for i, e in enumerate(with_args):
+            js, ss, s_fields = src_matches[i]
+            jt, ts, t_fields = tgt_matches[i]
+            if jt is None:
+                missing.append(e.tool_name)
+            if ts < ss:
+                tools.append(e.tool_name)
+            src_by_field = {f[0]: f for f in s_fields}
+            for key, exp_value, act_value, fs in t_fields:
+                src_field = src_by_field.get(key)
+                src_fs = src_field[3] if src_field else 1.0
+                if fs >= src_fs:
+                    continue
+                src_value = src_calls[js].arguments.get(key, None) if js is not None and isinstance(src_calls[js].arguments, dict) else None
+                entry = {
+                    "tool": e.tool_name, "field": key,
+                    "expected": None if exp_value is _MISSING else exp_value,
+                    "source": src_value, "target": None if act_value is _MISSING else act_value,
+                    "source_field_score": src_fs, "score": fs, "label": "ARGUMENT_VALUE_DRIFT",
+                }
+                if act_value is _MISSING:
+                    entry["missing"] = "target"
+                elif exp_value is _MISSING:
+                    entry["missing"] = "expected"
+                if round_key is not None:
+                    entry["round"] = round_key
+                fields.append(entry)
+        s_score = sum(m[1] for m in src_matches) / len(with_args)
+        t_score = sum(m[1] for m in tgt_matches) / len(with_args)
+        labels: list[str] = []
+        if t_score < s_score:
+            labels.append("ARGUMENT_VALUE_DRIFT" if fields or not missing else "TOOL_SELECTION_DRIFT")
+        elif s_score < 1.0 and t_score < 1.0:
+            labels.append("TOOL_GROUND_TRUTH_MISS")
+        entry = {"round": k, "source_score": s_score, "target_score": t_score, "fields": fields,
+                 "labels": labels, "tools": list(dict.fromkeys(tools))}
+        if missing:
+            entry["missing_calls"] = missing
+        return entry

@@ -1,0 +1,113 @@
+"""``tool_trace_structure``: the shape of the loop (seed 000, "tool_trace_structure").
+
+Call-count drift within ``call_count_tolerance``, parallelism match, ``expected_tool_count`` and
+``expected_parallel`` when set, and refusal alignment; each check toggles off via ``check_*``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from .._models import Example, ToolTrace
+from ._base import Evaluator, ScoreRecord, call_names, is_number, replayed_rounds
+
+REFUSAL_MIN_SEVERITY = "high"
+"""Seed 000: a refusal mismatch forces severity to at least ``high``."""
+
+
+class ToolTraceStructure(Evaluator):
+    """Call count, parallelism and refusal alignment of the target against the source."""
+
+    type_name = "tool_trace_structure"
+    options = frozenset({"call_count_tolerance", "check_call_count", "check_parallelism", "check_refusals"})
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        super().__init__(config)
+        tolerance = config.get("call_count_tolerance", 1)
+        if not is_number(tolerance) or tolerance < 0:
+            raise ValueError(f"call_count_tolerance must be a number >= 0, not {tolerance!r}")
+        self.call_count_tolerance = tolerance
+        self.check_call_count = bool(config.get("check_call_count", True))
+        self.check_parallelism = bool(config.get("check_parallelism", True))
+        self.check_refusals = bool(config.get("check_refusals", True))
+        if not (self.check_call_count or self.check_parallelism or self.check_refusals):
+            raise ValueError("every check is off: enable one of check_call_count, check_parallelism, check_refusals")
+
+    def score(
+        self,
+        example: Example,
+        source: ToolTrace,
+        target: ToolTrace,
+        *,
+        timelines: Any = None,
+    ) -> list[ScoreRecord]:
+        rounds = replayed_rounds(source, target)
+        refusal_mismatch = self.check_refusals and source.refused != target.refused
+        tol = self.call_count_tolerance
+        per_round: list[dict[str, Any]] = []
+        labels: list[str] = []
+        tools: list[str] = []
+        for k in rounds or (1,):
+            src, tgt = source.round(k), target.round(k)
+            ns, nt = len(src), len(tgt)
+            s_parts: list[float] = []
+            t_parts: list[float] = []
+            failed: list[str] = []
+            if self.check_call_count:
+                s_parts.append(1.0)
+                ok = abs(nt - ns) <= tol
+                t_parts.append(1.0 if ok else 0.0)
+                if not ok:
+                    failed.append("call_count")
+                if k == 1 and example.expected_tool_count is not None:
+                    exp = example.expected_tool_count
+                    s_parts.append(1.0 if abs(ns - exp) <= tol else 0.0)
+                    t_parts.append(1.0 if abs(nt - exp) <= tol else 0.0)
+                    if t_parts[-1] < s_parts[-1]:
+                        failed.append("expected_tool_count")
+            if self.check_parallelism:
+                # Several calls in one model response is a parallel fan-out.
+                ps, pt = ns > 1, nt > 1
+                s_parts.append(1.0)
+                t_parts.append(1.0 if ps == pt else 0.0)
+                if ps != pt:
+                    failed.append("parallelism")
+                if k == 1 and example.expected_parallel is not None:
+                    s_parts.append(1.0 if ps == example.expected_parallel else 0.0)
+                    t_parts.append(1.0 if pt == example.expected_parallel else 0.0)
+                    if t_parts[-1] < s_parts[-1]:
+                        failed.append("expected_parallel")
+            if self.check_refusals:
+                s_parts.append(1.0)
+                t_parts.append(0.0 if refusal_mismatch else 1.0)
+            s_score = sum(s_parts) / len(s_parts)
+            t_score = sum(t_parts) / len(t_parts)
+            if failed:
+                labels.append("TOOL_TRACE_STRUCTURE_DRIFT")
+                sn, tn = call_names(src), call_names(tgt)
+                diff = list(((Counter(sn) - Counter(tn)) + (Counter(tn) - Counter(sn))).elements())
+                tools.extend(diff or sn[:1] or tn[:1])
+            per_round.append({"round": k, "source_call_count": ns, "target_call_count": nt,
+                              "source_parallel": ns > 1, "target_parallel": nt > 1,
+                              "source_score": s_score, "target_score": t_score, "failed": failed})
+        metadata: dict[str, Any] = {"call_count_tolerance": tol}
+        if refusal_mismatch:
+            labels.append("REFUSAL_REGRESSION")
+            metadata["refusal"] = {"source_refused": source.refused, "target_refused": target.refused,
+                                   "source_refusal": source.refusal, "target_refusal": target.refusal}
+            metadata["min_severity"] = REFUSAL_MIN_SEVERITY
+        if rounds is None:
+            metadata.update({k: v for k, v in per_round[0].items() if k not in ("round", "source_score", "target_score")})
+        else:
+            metadata["rounds"] = per_round
+        metadata["tools"] = list(dict.fromkeys(tools))
+        return [
+            self.record(
+                example,
+                source_score=sum(r["source_score"] for r in per_round) / len(per_round),
+                target_score=sum(r["target_score"] for r in per_round) / len(per_round),
+                labels=list(dict.fromkeys(labels)),
+                metadata=metadata,
+            )
+        ]
