@@ -1,122 +1,641 @@
-"""The report: ``report.json`` and a self-contained ``report.html`` (no network, opens from file://)."""
+"""The report a reviewer opens to decide a migration: ``report.json`` and one ``report.html``.
+
+The HTML is a single self-contained file (no network, opens from file://, strict CSP) that answers
+"what broke, where, how badly" on its first screen and shows the evidence one click down.
+"""
 
 from __future__ import annotations
 
+import base64
+import difflib
+import hashlib
 import html
+import json
+import math
 import os
+import re
+import webbrowser
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ._analysis import Analysis
-from ._io import atomic_write_bytes, atomic_write_json
-from ._models import Call, Example
+import orjson
+
+from ._exceptions import InputError, RunNotFoundError
+from ._io import atomic_write_bytes, atomic_write_json, iter_jsonl
+from ._models import Call, Example, ToolCall, ToolTrace
 
 REPORT_SCHEMA_VERSION = 1
+SEVERITIES = ("low", "medium", "high", "critical")
+TOOL_EVALUATORS = frozenset({"tool_selection", "tool_arguments", "tool_trace_structure", "agent_trace"})
+
+# Caps that keep a 10k-example HTML file near a few MB; report.json always keeps the full text.
+_HTML_TEXT_CAP = 2000
+_ARGS_CAP = 400
+_DIFF_TEXT_CAP = 4000
+
+# What each banner means, in the seeds' words (001 "Troubleshooting"; "Toolset shape" for strict).
+BANNER_DETAILS = {
+    "constraints not honoured": (
+        "A model could not honour request settings production used, so its results on those "
+        "examples were produced without them."
+    ),
+    "broken eval harness": (
+        "The source model failed the recorded ground truth on at least half of the "
+        "tool_selection.conformance rows. The suite's expectations were captured from the source "
+        "model, so this run measured the harness (wrong toolset attached, wrong prompt, suite "
+        "promoted from a different agent), not the migration. Fix the harness before collecting "
+        "more examples."
+    ),
+    "nothing measured": (
+        "Every row of a comparison was skipped (a turn that ends in tool calls has no text to "
+        "score), so it is reported as unknown; a pass resting on it is not evidence of equivalence."
+    ),
+}
 
 
-def _tools_line(call: Call | None) -> list[str]:
-    if call is None or call.trace is None:
-        return ["(error)" if call is not None and call.error else "—"]
-    trace = call.trace
-    if trace.round_count:
-        return [", ".join(c.tool_name for c in trace.round(k)) or "(none)" for k in range(1, trace.round_count + 1)]
-    return [", ".join(trace.names()) or "(none)"]
+# --------------------------------------------------------------------------------------------
+# report.json
 
 
-def build_report(analysis: Analysis, examples: list[Example], calls: list[Call], manifest: dict[str, Any]) -> dict[str, Any]:
+def _json_text(value: Any) -> str:
+    """JSON-render a value so ``12.0`` and ``"12"`` stay visibly different."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        return json.dumps(value, default=str, ensure_ascii=False)
+
+
+def _cap(text: str | None, limit: int) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    return text[:limit] + f"… [{len(text) - limit} more characters in report.json]"
+
+
+def _call_text(call: ToolCall) -> str:
+    args = call.arguments if isinstance(call.arguments, str) else _json_text(call.arguments)
+    return f"{call.tool_name}({_cap(args, _ARGS_CAP)})"
+
+
+def _is_multi_round(*traces: ToolTrace | None) -> bool:
+    return any(t is not None and t.round_count is not None for t in traces)
+
+
+def _round_numbers(*traces: ToolTrace | None) -> list[int]:
+    n = max([t.round_count or 1 for t in traces if t is not None] or [1])
+    return list(range(1, n + 1))
+
+
+def _names_line(call: Call | None, k: int) -> str:
+    if call is None:
+        return "—"
+    if call.trace is None:
+        return "(error)" if call.error else "—"
+    return ", ".join(c.tool_name for c in call.trace.round(k)) or "(none)"
+
+
+def tools_called(source: Call | None, target: Call | None) -> list[str]:
+    """The "Tools called (source → target)" lines: one per round on a multi-round replay."""
+    traces = [c.trace for c in (source, target) if c is not None]
+    if not _is_multi_round(*traces):
+        return [f"{_names_line(source, 1)} → {_names_line(target, 1)}"]
+    return [f"Round {k}: {_names_line(source, k)} → {_names_line(target, k)}" for k in _round_numbers(*traces)]
+
+
+def trace_diff(source: ToolTrace | None, target: ToolTrace | None) -> list[dict[str, Any]]:
+    """Side-by-side diff of two traces, aligned on tool names per round.
+
+    Each item is ``{op, source, target, text}`` (op: same, changed, removed, added); on a
+    multi-round pair it also has ``round`` and its text starts with ``Round k:``.
+    """
+    multi = _is_multi_round(source, target)
+    items: list[dict[str, Any]] = []
+    for k in _round_numbers(source, target):
+        src = source.round(k) if source is not None else []
+        tgt = target.round(k) if target is not None else []
+        matcher = difflib.SequenceMatcher(a=[c.tool_name for c in src], b=[c.tool_name for c in tgt], autojunk=False)
+        pairs: list[tuple[str, ToolCall | None, ToolCall | None]] = []
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal":
+                for a, b in zip(src[i1:i2], tgt[j1:j2]):
+                    pairs.append(("same" if a.arguments == b.arguments else "changed", a, b))
+                continue
+            left, right = src[i1:i2], tgt[j1:j2]
+            pairs.extend(("removed", a, None) for a in left)
+            pairs.extend(("added", None, b) for b in right)
+        if not pairs:
+            pairs.append(("same", None, None))
+        for op, a, b in pairs:
+            s_text = _call_text(a) if a is not None else None
+            t_text = _call_text(b) if b is not None else None
+            prefix = f"Round {k}: " if multi else ""
+            if a is None and b is None:
+                text = f"{prefix}(no tool calls) → (no tool calls)"
+            else:
+                text = f"{prefix}{s_text or '—'} → {t_text or '—'}"
+            item: dict[str, Any] = {"op": op, "source": s_text, "target": t_text, "text": text}
+            if multi:
+                item["round"] = k
+            items.append(item)
+    return items
+
+
+def text_diff(source: str | None, target: str | None) -> list[list[str]]:
+    """Word-level diff as ``[op, text]`` segments (op: ``=`` kept, ``-`` source only, ``+`` target only)."""
+    # A word keeps its trailing space so a changed phrase diffs as one block, not word/space/word.
+    a = re.findall(r"\S+\s*|\s+", _cap(source or "", _DIFF_TEXT_CAP) or "")
+    b = re.findall(r"\S+\s*|\s+", _cap(target or "", _DIFF_TEXT_CAP) or "")
+    out: list[list[str]] = []
+
+    def push(op: str, text: str) -> None:
+        if not text:
+            return
+        if out and out[-1][0] == op:
+            out[-1][1] += text
+        else:
+            out.append([op, text])
+
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            push("=", "".join(a[i1:i2]))
+        else:
+            push("-", "".join(a[i1:i2]))
+            push("+", "".join(b[j1:j2]))
+    return out
+
+
+def field_explanations(metadata: Mapping[str, Any]) -> list[str]:
+    """``tool.field: source → target`` for every field tool_arguments scored below 1.
+
+    Values are JSON-rendered so a type change (``12.0 → "12"``) is visible; a field present on
+    one side only reads ``(absent)``. Per-round fields are prefixed ``Round k:``.
+    """
+    out: list[str] = []
+    sources: list[tuple[str, Any]] = [("", metadata.get("fields"))]
+    for r in metadata.get("rounds") or []:
+        if isinstance(r, Mapping):
+            sources.append((f"Round {r.get('round')}: ", r.get("fields")))
+    for prefix, fields in sources:
+        for f in fields or []:
+            if not isinstance(f, Mapping):
+                continue
+            score = f.get("score")
+            if isinstance(score, (int, float)) and score >= 1.0:
+                continue
+            name = f"{f['tool']}.{f.get('field')}" if f.get("tool") else str(f.get("field"))
+            src = _json_text(f["source"]) if "source" in f else "(absent)"
+            tgt = _json_text(f["target"]) if "target" in f else "(absent)"
+            label = f" [{f['label']}]" if f.get("label") else ""
+            out.append(f"{prefix}{name}: {_cap(src, _ARGS_CAP)} → {_cap(tgt, _ARGS_CAP)}{label}")
+    return out
+
+
+def _expected_lines(metadata: Mapping[str, Any]) -> list[str]:
+    rounds = metadata.get("rounds")
+    if rounds:
+        return [
+            f"Round {r.get('round')}: {', '.join(map(str, r['expected'])) or '(no tools)'}"
+            for r in rounds
+            if isinstance(r, Mapping) and isinstance(r.get("expected"), list)
+        ]
+    if isinstance(metadata.get("expected"), list):
+        return [", ".join(map(str, metadata["expected"])) or "(no tools)"]
+    return []
+
+
+def _diverged_rounds(source: Call | None, target: Call | None, regressions: list[dict[str, Any]]) -> list[int]:
+    traces = [c.trace for c in (source, target) if c is not None and c.trace is not None]
+    rounds: set[int] = set()
+    if source is not None and target is not None and source.trace is not None and target.trace is not None:
+        for k in _round_numbers(*traces):
+            if [c.tool_name for c in source.trace.round(k)] != [c.tool_name for c in target.trace.round(k)]:
+                rounds.add(k)
+    for r in regressions:
+        for entry in r.get("metadata", {}).get("rounds") or []:
+            if not isinstance(entry, Mapping):
+                continue
+            s, t = entry.get("source_score"), entry.get("target_score")
+            if isinstance(s, (int, float)) and isinstance(t, (int, float)) and t < s:
+                rounds.add(int(entry.get("round") or 1))
+        if not r.get("metadata", {}).get("rounds"):
+            rounds.add(1)
+    return sorted(rounds)
+
+
+def _tools_differ(source: Call | None, target: Call | None) -> bool:
+    if source is None or target is None or source.trace is None or target.trace is None:
+        return source is not target
+    return source.trace.names() != target.trace.names()
+
+
+def _fixture_lines(example: Example) -> list[str]:
+    lines = []
+    for k, results in enumerate(example.tool_result_fixtures or [], start=1):
+        for fx in results:
+            value = fx.result if isinstance(fx.result, str) else _json_text(fx.result)
+            shown = f"error {_json_text(fx.error)}" if fx.error else _cap(value, _ARGS_CAP)
+            lines.append(f"Round {k}: {fx.tool_name} → {shown}")
+    return lines
+
+
+def _severity_rank(severity: str | None) -> int:
+    return SEVERITIES.index(severity) if severity in SEVERITIES else -1
+
+
+def _banners(analysis: Mapping[str, Any], calls: Iterable[Call]) -> list[dict[str, str]]:
+    banners: list[dict[str, str]] = []
+    dropped: dict[str, Counter[str]] = {}
+    for c in calls:
+        if c.dropped_params:
+            dropped.setdefault(c.model, Counter()).update(c.dropped_params)
+    if dropped:
+        what = "; ".join(
+            f"{model} dropped " + ", ".join(f"{p} on {n} call{'s' * (n != 1)}" for p, n in sorted(params.items()))
+            for model, params in sorted(dropped.items())
+        )
+        banners.append({"title": "Constraints not honoured", "detail": f"{what}. {BANNER_DETAILS['constraints not honoured']}"})
+    for b in analysis.get("banners") or []:
+        title = str(b.get("title") or b.get("name") or "") if isinstance(b, Mapping) else str(b)
+        given = str(b.get("detail") or "") if isinstance(b, Mapping) else ""
+        key = next((k for k in BANNER_DETAILS if title.lower().startswith(k)), None)
+        detail = given or (BANNER_DETAILS[key] if key else "")
+        banners.append({"title": title, "detail": detail})
+    unknown = [c for c in analysis.get("comparisons") or [] if c.get("status") == "unknown"]
+    if unknown and not any(b["title"].lower().startswith("nothing measured") for b in banners):
+        names = ", ".join(_comparison_name(c) for c in unknown)
+        banners.append({"title": "Nothing measured", "detail": f"{names}: {BANNER_DETAILS['nothing measured']}"})
+    return banners
+
+
+def _comparison_name(c: Mapping[str, Any]) -> str:
+    name = f"{c.get('evaluator')}.{c.get('name')}"
+    return name + (f" ({c['side']})" if c.get("side") else "")
+
+
+def _distributions(scores: Iterable[Any], bins: int = 10) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, str, str | None], dict[str, list[int]]] = {}
+    for s in scores:
+        row = s if isinstance(s, Mapping) else s.model_dump()
+        if row.get("skipped"):
+            continue
+        key = (row["evaluator"], row["name"], row.get("side"))
+        g = groups.setdefault(key, {"source": [0] * bins, "target": [0] * bins})
+        for side in ("source", "target"):
+            value = row.get(f"{side}_score")
+            if isinstance(value, (int, float)) and math.isfinite(value):
+                g[side][min(bins - 1, max(0, int(value * bins)))] += 1
+    return [
+        {"evaluator": e, "name": n, "side": side, "bins": bins, "source": g["source"], "target": g["target"]}
+        for (e, n, side), g in groups.items()
+    ]
+
+
+def _as_dict(analysis: Any) -> dict[str, Any]:
+    # Duck-typed so the report reads an Analysis model, a loaded analysis.json, or a newer shape.
+    if hasattr(analysis, "model_dump"):
+        return analysis.model_dump(mode="json")
+    return dict(analysis)
+
+
+def build_report(
+    analysis: Any,
+    examples: list[Example],
+    calls: list[Call],
+    manifest: Mapping[str, Any],
+    scores: Iterable[Any] | None = None,
+) -> dict[str, Any]:
+    """Gather everything the report shows into the ``report.json`` shape.
+
+    ``scores`` (``scores.jsonl`` rows or ScoreRecords) is optional; without it the report has no
+    score distributions. Single-shot rows carry no ``rounds`` key (seed 001, "Picking an evaluator").
+    """
+    a = _as_dict(analysis)
+    severity_of = {
+        (c.get("evaluator"), c.get("name"), c.get("side")): c.get("severity") for c in a.get("comparisons") or []
+    }
     by_key = {(c.example_id, c.role): c for c in calls}
     regressed: dict[str, list[dict[str, Any]]] = {}
-    for r in analysis.regressions:
-        regressed.setdefault(r.example_id, []).append(r.model_dump(mode="json"))
+    for r in a.get("regressions") or []:
+        regressed.setdefault(r["example_id"], []).append(r)
     rows = []
     for ex in examples:
         src, tgt = by_key.get((ex.id, "source")), by_key.get((ex.id, "target"))
-        s_lines, t_lines = _tools_line(src), _tools_line(tgt)
-        n = max(len(s_lines), len(t_lines))
-        s_lines += [""] * (n - len(s_lines))
-        t_lines += [""] * (n - len(t_lines))
-        rows.append(
-            {
-                "example_id": ex.id,
-                "tags": ex.tags,
-                "input": ex.inputs.get("input"),
-                "tools_called": [f"{s} → {t}" for s, t in zip(s_lines, t_lines)],
-                "source_text": src.text if src else None,
-                "target_text": tgt.text if tgt else None,
-                "errors": [c.error for c in (src, tgt) if c is not None and c.error],
-                "regressions": regressed.get(ex.id, []),
+        regs = []
+        for r in regressed.get(ex.id, []):
+            md = r.get("metadata") or {}
+            entry: dict[str, Any] = {
+                "evaluator": r.get("evaluator"), "name": r.get("name"), "side": r.get("side"),
+                "source_score": r.get("source_score"), "target_score": r.get("target_score"),
+                "labels": r.get("labels") or [], "tools": r.get("tools") or [],
+                "severity": severity_of.get((r.get("evaluator"), r.get("name"), r.get("side"))),
+                "kind": "trace" if r.get("evaluator") in TOOL_EVALUATORS else "text",
             }
-        )
+            if expected := _expected_lines(md):
+                entry["expected"] = expected
+            if fields := field_explanations(md):
+                entry["fields"] = fields
+            regs.append(entry)
+        row: dict[str, Any] = {
+            "example_id": ex.id,
+            "tags": ex.tags,
+            "input": ex.inputs.get("input", ex.inputs or None),
+            "tools_called": tools_called(src, tgt),
+            "source_text": src.text if src else None,
+            "target_text": tgt.text if tgt else None,
+            "errors": [f"{c.role}: {c.error}" for c in (src, tgt) if c is not None and c.error],
+            "labels": sorted({lab for r in regs for lab in r["labels"]}),
+            "severity": max((r["severity"] for r in regs), key=_severity_rank, default=None),
+            "changed": bool(regs) or _tools_differ(src, tgt),
+            "regressions": regs,
+        }
+        traces = [c.trace for c in (src, tgt) if c is not None]
+        if _is_multi_round(*traces):
+            row["rounds"] = len(_round_numbers(*traces))
+            row["diverged_rounds"] = _diverged_rounds(src, tgt, regs)
+        if any(r["kind"] == "trace" for r in regs):
+            row["trace_diff"] = trace_diff(src.trace if src else None, tgt.trace if tgt else None)
+        if any(r["kind"] == "text" for r in regs):
+            row["text_diff"] = text_diff(row["source_text"], row["target_text"])
+        if fixtures := _fixture_lines(ex):
+            row["tool_results"] = fixtures
+        rows.append(row)
+    rows.sort(key=lambda r: -_severity_rank(r["severity"]) if r["regressions"] else 1)
     dropped = sorted({p for c in calls for p in c.dropped_params})
+    label_counts = Counter(lab for r in a.get("regressions") or [] for lab in r.get("labels") or [])
+    analysis_out = {k: v for k, v in a.items() if k != "regressions"}
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
-        "run": manifest,
-        "analysis": analysis.model_dump(mode="json"),
+        "run": dict(manifest),
+        "verdict": a.get("verdict"),
+        "reasons": a.get("reasons") or [],
+        "banners": _banners(a, calls),
+        "analysis": analysis_out,
         "dropped_params": dropped,
+        "charts": {
+            "distributions": _distributions(scores) if scores is not None else None,
+            "regressions_by_label": dict(label_counts.most_common()),
+        },
+        "filters": {
+            "labels": sorted({lab for r in rows for lab in r["labels"]}),
+            "tags": sorted({t for r in rows for t in r["tags"]}),
+            "severities": [s for s in SEVERITIES if any(r["severity"] == s for r in rows)],
+            "rounds": max([r.get("rounds", 1) for r in rows] or [1]),
+        },
         "examples": rows,
     }
 
 
-_CSS = """
-:root { color-scheme: light dark; --bg:#fff; --fg:#1b1b1f; --muted:#666; --bad:#b3261e; --ok:#1e6b35; --line:#ddd; }
-@media (prefers-color-scheme: dark) { :root { --bg:#16161a; --fg:#e6e6ea; --muted:#a0a0a8; --bad:#ff8a80; --ok:#81c995; --line:#333; } }
-body { background:var(--bg); color:var(--fg); font:14px/1.45 system-ui, sans-serif; margin:2rem; }
-table { border-collapse:collapse; width:100%; margin:1rem 0; } td, th { border-bottom:1px solid var(--line); padding:.35rem .5rem; text-align:left; vertical-align:top; }
-.verdict-fail { color:var(--bad); } .verdict-pass { color:var(--ok); } .muted { color:var(--muted); }
-.banner { border:1px solid var(--bad); padding:.5rem 1rem; border-radius:6px; margin:.5rem 0; }
-code, pre { font-family: ui-monospace, monospace; white-space: pre-wrap; }
-"""
+# --------------------------------------------------------------------------------------------
+# report.html
+
+
+@cache
+def _asset(name: str) -> str:
+    return (resources.files("evalshift_core") / "templates" / name).read_text(encoding="utf-8")
+
+
+def _csp_hash(source: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(source.encode("utf-8")).digest()).decode() + "'"
 
 
 def _e(value: Any) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
-def render_html(report: dict[str, Any]) -> str:
-    a = report["analysis"]
-    run = report["run"]
+def embed_json(value: Any) -> str:
+    """JSON safe inside ``<script type="application/json">``: no ``<``, ``>`` or ``&`` survives raw.
+
+    So no payload can close the element or open a comment; ``JSON.parse`` reads it back unchanged.
+    """
+    raw = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    return raw.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _num(value: Any, fmt: str = "{:.3f}") -> str:
+    return fmt.format(value) if isinstance(value, (int, float)) and math.isfinite(value) else "—"
+
+
+def _p(value: Any) -> str:
+    if not isinstance(value, (int, float)):
+        return "—"
+    return "<0.0001" if value < 0.0001 else f"{value:.4f}"
+
+
+def _severity_chip(severity: str | None) -> str:
+    if not severity:
+        return "<span class='muted'>—</span>"
+    return f"<span class='sev sev-{_e(severity)}'>{_e(severity)}</span>"
+
+
+def _comparisons_table(a: Mapping[str, Any]) -> str:
+    rows = []
+    for c in a.get("comparisons") or []:
+        ci = c.get("ci") or [None, None]
+        unknown = c.get("status") == "unknown"
+        diff = "unknown — nothing measured" if unknown else (
+            f"{_num(c.get('difference'), '{:+.3f}')} <span class='muted'>"
+            f"[{_num(ci[0], '{:+.3f}')}, {_num(ci[1], '{:+.3f}')}]</span>"
+        )
+        worse = isinstance(c.get("difference"), (int, float)) and c["difference"] < 0
+        rows.append(
+            f"<tr class='{'unknown' if unknown else ('worse' if worse else '')}'>"
+            f"<th scope='row'><code>{_e(c.get('evaluator'))}.{_e(c.get('name'))}</code>"
+            f"{' <span class=muted>(' + _e(c.get('side')) + ')</span>' if c.get('side') else ''}</th>"
+            f"<td class='num'>{_e(c.get('n'))}</td><td class='num'>{_num(c.get('source_mean'))}</td>"
+            f"<td class='num'>{_num(c.get('target_mean'))}</td><td class='num'>{diff}</td>"
+            f"<td class='num'>{_p(c.get('p_value'))}</td><td class='num'>{_p(c.get('p_adjusted'))}</td>"
+            f"<td>{_e(c.get('test') or '—')}</td><td>{_severity_chip(c.get('severity'))}</td></tr>"
+        )
+    if not rows:
+        return "<p class='muted'>No comparisons.</p>"
+    return (
+        "<div class='scroll'><table class='comparisons'><caption class='sr-only'>Source against target per evaluator</caption>"
+        "<thead><tr><th scope='col'>Evaluator</th><th scope='col'>n</th><th scope='col'>Source mean</th>"
+        "<th scope='col'>Target mean</th><th scope='col'>Difference [95% CI]</th><th scope='col'>p</th>"
+        "<th scope='col'>Adjusted p (BH)</th><th scope='col'>Test</th><th scope='col'>Severity</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+def _counts(mapping: Any) -> str:
+    if not isinstance(mapping, Mapping) or not mapping:
+        return "<span class='muted'>—</span>"
+    items = sorted(mapping.items(), key=lambda kv: (-(kv[1] if isinstance(kv[1], int) else 0), str(kv[0])))
+    return " ".join(f"<span class='chip'><code>{_e(k)}</code> × {_e(v)}</span>" for k, v in items)
+
+
+def _labels_table(a: Mapping[str, Any]) -> str:
+    labels = a.get("labels") or {}
+    if not labels:
+        return "<p class='muted'>No regression labels.</p>"
+    rows = []
+    for label, info in sorted(labels.items(), key=lambda kv: -int((kv[1] or {}).get("count", 0) or 0)):
+        info = info if isinstance(info, Mapping) else {"count": info}
+        rows.append(
+            f"<tr><th scope='row'><code>{_e(label)}</code></th><td class='num'>{_e(info.get('count'))}</td>"
+            f"<td>{_counts(info.get('by_tool'))}</td><td>{_counts(info.get('by_field'))}</td></tr>"
+        )
+    return (
+        "<div class='scroll'><table class='labels'><thead><tr><th scope='col'>Label</th><th scope='col'>Count</th>"
+        "<th scope='col'>By tool</th><th scope='col'>By field</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+# The charts are inline SVG drawn here rather than by a charting library: nothing to download or
+# vendor, they render from file:// with scripts off, follow the colour scheme through CSS, and the
+# two charts cost a few kilobytes.
+def _histogram_svg(dist: Mapping[str, Any]) -> str:
+    bins = int(dist["bins"])
+    src, tgt = dist["source"], dist["target"]
+    top = max(src + tgt + [1])
+    width, height, pad_l, pad_b, pad_t = 320, 150, 34, 28, 10
+    plot_w, plot_h = width - pad_l - 6, height - pad_b - pad_t
+    slot = plot_w / bins
+    bar = (slot - 4) / 2
+    name = _comparison_name(dist)
+    parts = [
+        f"<svg class='chart' viewBox='0 0 {width} {height}' role='img' aria-label='Score distribution of {_e(name)}: source against target'>",
+        f"<line class='axis' x1='{pad_l}' y1='{pad_t + plot_h}' x2='{width - 6}' y2='{pad_t + plot_h}'/>",
+        f"<text class='tick' x='{pad_l - 4}' y='{pad_t + 4}' text-anchor='end'>{top}</text>",
+        f"<text class='tick' x='{pad_l - 4}' y='{pad_t + plot_h}' text-anchor='end'>0</text>",
+    ]
+    for i in range(bins):
+        x = pad_l + i * slot + 2
+        lo, hi = i / bins, (i + 1) / bins
+        for j, (side, counts) in enumerate((("source", src), ("target", tgt))):
+            h = plot_h * counts[i] / top
+            parts.append(
+                f"<rect class='bar-{side}' x='{x + j * bar:.1f}' y='{pad_t + plot_h - h:.1f}' width='{bar:.1f}' height='{h:.1f}'>"
+                f"<title>{side} {lo:.1f}–{hi:.1f}: {counts[i]}</title></rect>"
+            )
+    for v in (0, 0.5, 1):
+        parts.append(f"<text class='tick' x='{pad_l + v * plot_w:.1f}' y='{height - 10}' text-anchor='middle'>{v:g}</text>")
+    parts.append("</svg>")
+    return (
+        f"<figure><figcaption><code>{_e(name)}</code></figcaption>{''.join(parts)}"
+        f"<p class='legend'><span class='key key-source'></span>source <span class='key key-target'></span>target</p></figure>"
+    )
+
+
+def _label_bars_svg(counts: Mapping[str, int]) -> str:
+    items = list(counts.items())[:12]
+    top = max([v for _, v in items] + [1])
+    row_h, pad_l, width = 22, 230, 560
+    height = row_h * len(items) + 8
+    parts = [f"<svg class='chart wide' viewBox='0 0 {width} {height}' role='img' aria-label='Regressions by label'>"]
+    for i, (label, n) in enumerate(items):
+        y = 4 + i * row_h
+        w = (width - pad_l - 50) * n / top
+        parts.append(
+            f"<text class='tick' x='{pad_l - 6}' y='{y + 15}' text-anchor='end'>{_e(label)}</text>"
+            f"<rect class='bar-label' x='{pad_l}' y='{y + 3}' width='{w:.1f}' height='{row_h - 8}'><title>{_e(label)}: {n}</title></rect>"
+            f"<text class='tick' x='{pad_l + w + 6:.1f}' y='{y + 15}'>{n}</text>"
+        )
+    parts.append("</svg>")
+    return f"<figure><figcaption>Regressions by label</figcaption>{''.join(parts)}</figure>"
+
+
+def _charts(report: Mapping[str, Any]) -> str:
+    charts = report.get("charts") or {}
+    figures = []
+    by_label = charts.get("regressions_by_label") or {}
+    if by_label:
+        figures.append(_label_bars_svg(by_label))
+    dists = charts.get("distributions")
+    if dists:
+        figures.extend(_histogram_svg(d) for d in dists)
+    elif dists is None:
+        figures.append("<p class='muted'>Score distributions need the run's scores.jsonl.</p>")
+    if not figures:
+        return ""
+    return f"<section aria-labelledby='h-charts'><h2 id='h-charts'>Charts</h2><div class='charts'>{''.join(figures)}</div></section>"
+
+
+def _banner_html(banners: list[Mapping[str, str]]) -> str:
+    return "".join(
+        f"<div class='banner' role='note'><strong>{_e(b.get('title'))}</strong>"
+        f"{' — ' + _e(b.get('detail')) if b.get('detail') else ''}</div>"
+        for b in banners
+    )
+
+
+def _list_section(title: str, ident: str, items: list[str]) -> str:
+    if not items:
+        return ""
+    return f"<section aria-labelledby='{ident}'><h2 id='{ident}'>{title}</h2><ul>{''.join(f'<li>{_e(i)}</li>' for i in items)}</ul></section>"
+
+
+def render_html(report: Mapping[str, Any]) -> str:
+    """The self-contained HTML: first screen drawn here, per-example rows by the inline script."""
+    a = report.get("analysis") or {}
+    run = report.get("run") or {}
+    verdict = str(report.get("verdict") or a.get("verdict") or "inconclusive")
+    css, js = _asset("report.css"), _asset("report.js")
+    csp = (
+        f"default-src 'none'; script-src {_csp_hash(js)}; style-src {_csp_hash(css)}; "
+        "img-src data:; base-uri 'none'; form-action 'none'"
+    )
+    rows = report.get("examples") or []
+    n_regressed = sum(1 for r in rows if r.get("regressions"))
+    categories = [f"{k}: {v}" for k, v in (a.get("failure_categories") or {}).items()]
+    source, target = run.get("source_model"), run.get("target_model")
+    data = {
+        "examples": rows,
+        "filters": report.get("filters") or {},
+        "models": {"source": source, "target": target},
+    }
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
-        "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">",
-        f"<title>EvalShift report {_e(run.get('run_id'))}</title><style>{_CSS}</style></head><body>",
-        f"<h1 class='verdict-{_e(a['verdict'])}'>Verdict: {_e(a['verdict'].upper())}</h1>",
-        f"<p class='muted'>{_e(run.get('source_model'))} → {_e(run.get('target_model'))} · suite {_e(run.get('suite'))} · run {_e(run.get('run_id'))}</p>",
+        f"<meta http-equiv='Content-Security-Policy' content=\"{csp}\">",
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
+        "<meta name='color-scheme' content='light dark'>",
+        f"<title>EvalShift report {_e(run.get('run_id'))}</title><style>{css}</style></head><body>",
+        "<a class='skip' href='#h-examples'>Skip to examples</a>",
+        f"<header><p class='brand'>EvalShift</p><p class='muted'><code>{_e(source)}</code> → <code>{_e(target)}</code>"
+        f" · suite {_e(run.get('suite') or '—')} · run <code>{_e(run.get('run_id'))}</code>"
+        f" · {_e(run.get('created') or '')}</p></header><main>",
+        f"<section class='verdict verdict-{_e(verdict)}' aria-labelledby='h-verdict'>"
+        f"<h1 id='h-verdict'><span class='badge'>{_e(verdict.upper())}</span> Migration verdict</h1>"
+        f"<ul class='reasons'>{''.join(f'<li>{_e(r)}</li>' for r in report.get('reasons') or [])}</ul>"
+        f"<p class='muted'>{len(rows)} examples · {n_regressed} with a regression · "
+        f"{sum(1 for c in a.get('comparisons') or [] if c.get('status') != 'unknown')} comparisons measured</p></section>",
+        _banner_html(report.get("banners") or []),
+        f"<section aria-labelledby='h-cmp'><h2 id='h-cmp'>Comparisons</h2>{_comparisons_table(a)}</section>",
+        f"<section aria-labelledby='h-labels'><h2 id='h-labels'>Regression labels</h2>{_labels_table(a)}</section>",
+        _list_section("Failure categories", "h-cat", categories),
+        _list_section("Recommendations", "h-rec", list(a.get("recommendations") or [])),
+        _charts(report),
+        "<section aria-labelledby='h-examples'><h2 id='h-examples' tabindex='-1'>Examples</h2>",
+        "<form id='filters' class='filters' role='search' aria-label='Filter examples'>",
+        "<label>Label <select id='f-label'><option value=''>any</option></select></label>",
+        "<label>Tag <select id='f-tag'><option value=''>any</option></select></label>",
+        "<label>Severity at least <select id='f-severity'><option value=''>any</option></select></label>",
+        "<label>Round <select id='f-round'><option value=''>any</option></select></label>",
+        "<label>Search <input id='f-q' type='search' placeholder='example id or input'></label>",
+        "<label class='check'><input id='f-only' type='checkbox'> only regressions</label>",
+        "<button type='reset' id='f-reset'>Reset</button></form>",
+        "<p id='count' class='muted' aria-live='polite'></p>",
+        "<noscript><p class='banner'>The per-example rows are drawn by this file's inline script; "
+        "with scripts off, read them in report.json next to this file.</p></noscript>",
+        "<div class='scroll'><table class='examples'><thead><tr><th scope='col'>Example</th><th scope='col'>Tags</th>"
+        "<th scope='col'>Tools called (source → target)</th><th scope='col'>Labels</th><th scope='col'>Severity</th>"
+        "</tr></thead><tbody id='rows'></tbody></table></div>",
+        "<nav class='pager' aria-label='Pages'><button type='button' id='prev'>← Previous</button>"
+        "<span id='page'></span><button type='button' id='next'>Next →</button></nav></section></main>",
+        "<footer class='muted'>One self-contained file: no network access; charts are inline SVG drawn by the "
+        "report itself. The full data is in report.json.</footer>",
+        f"<script type='application/json' id='evalshift-data'>{embed_json(data)}</script>",
+        f"<script>{js}</script></body></html>",
     ]
-    if report.get("dropped_params"):
-        parts.append(f"<div class='banner'><strong>Constraints not honoured</strong>: {_e(', '.join(report['dropped_params']))}</div>")
-    parts.append("<h2>Reasons</h2><ul>" + "".join(f"<li>{_e(r)}</li>" for r in a["reasons"]) + "</ul>")
-    parts.append("<h2>Comparisons</h2><table><tr><th>Evaluator</th><th>Side</th><th>n</th><th>Source</th><th>Target</th><th>Difference (95% CI)</th><th>p</th><th>Adjusted p</th><th>Test</th><th>Severity</th></tr>")
-    for c in a["comparisons"]:
-        def num(v: Any, fmt: str = "{:.3f}") -> str:
-            return fmt.format(v) if isinstance(v, (int, float)) else "—"
-        ci = c.get("ci") or [None, None]
-        parts.append(
-            f"<tr><td>{_e(c['evaluator'])}.{_e(c['name'])}</td><td>{_e(c.get('side') or '')}</td><td>{c['n']}</td>"
-            f"<td>{num(c.get('source_mean'))}</td><td>{num(c.get('target_mean'))}</td>"
-            f"<td>{num(c.get('difference'), '{:+.3f}')} ({num(ci[0], '{:+.3f}')}, {num(ci[1], '{:+.3f}')})</td>"
-            f"<td>{num(c.get('p_value'), '{:.4f}')}</td><td>{num(c.get('p_adjusted'), '{:.4f}')}</td>"
-            f"<td>{_e(c.get('test') or c.get('status'))}</td><td>{_e(c.get('severity') or '')}</td></tr>"
-        )
-    parts.append("</table>")
-    if a.get("labels"):
-        parts.append("<h2>Labels</h2><ul>")
-        for label, info in sorted(a["labels"].items()):
-            by_tool = ", ".join(f"{n} on {t}" for t, n in info["by_tool"].items())
-            parts.append(f"<li><code>{_e(label)}</code> × {info['count']}: {_e(by_tool)}</li>")
-        parts.append("</ul>")
-    parts.append("<h2>Examples</h2><table><tr><th>Example</th><th>Tags</th><th>Tools called (source → target)</th><th>Labels</th><th>Input</th></tr>")
-    for row in report["examples"]:
-        labels = sorted({lab for r in row["regressions"] for lab in r["labels"]})
-        parts.append(
-            f"<tr><td><code>{_e(row['example_id'])}</code></td><td>{_e(', '.join(row['tags']))}</td>"
-            f"<td>{'<br>'.join(_e(x) for x in row['tools_called'])}</td><td>{_e(', '.join(labels))}</td>"
-            f"<td>{_e(row.get('input'))}</td></tr>"
-        )
-    parts.append("</table></body></html>")
     return "".join(parts)
 
 
-def write_report(run_dir: str | os.PathLike[str], report: dict[str, Any]) -> Path:
+def write_report(run_dir: str | os.PathLike[str], report: Mapping[str, Any]) -> Path:
+    """Write ``report.json`` and ``report.html`` into ``run_dir``; returns the HTML path."""
     out = Path(run_dir)
     atomic_write_json(out / "report.json", report)
     path = out / "report.html"
@@ -124,10 +643,62 @@ def write_report(run_dir: str | os.PathLike[str], report: dict[str, Any]) -> Pat
     return path
 
 
-def render_compact_html(analysis: Analysis, report_path: str | os.PathLike[str]) -> str:
-    """The compact verdict a notebook shows for ``Comparison._repr_html_``."""
-    items = "".join(f"<li>{_e(r)}</li>" for r in analysis.reasons[:8])
+def render_run_report(base: str | os.PathLike[str], run_id: str) -> Path:
+    """Rebuild ``report.json`` and ``report.html`` of a finished run from its files on disk."""
+    from ._run import load_run, run_dir_for
+
+    manifest, examples, calls = load_run(base, run_id)
+    run_dir = run_dir_for(base, run_id)
+    analysis_path = run_dir / "analysis.json"
+    if not analysis_path.exists():
+        raise RunNotFoundError(f"run {run_id!r} has no analysis.json yet; run `evalshift evaluate {run_id}` first")
+    try:
+        analysis = orjson.loads(analysis_path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc}", file=str(analysis_path)) from exc
+    scores_path = run_dir / "scores.jsonl"
+    scores = [row for _, row in iter_jsonl(scores_path, what="score row")] if scores_path.exists() else None
+    return write_report(run_dir, build_report(analysis, examples, calls, manifest, scores))
+
+
+def open_report(path: str | os.PathLike[str]) -> bool:
+    """Open a report in the default browser; False when no browser could be started."""
+    return webbrowser.open(Path(path).resolve().as_uri())
+
+
+def render_compact_html(analysis: Any, report_path: str | os.PathLike[str]) -> str:
+    """The compact verdict a notebook shows for ``Comparison._repr_html_`` (escaped, no script)."""
+    a = _as_dict(analysis)
+    verdict = str(a.get("verdict") or "inconclusive")
+    colour = {"fail": "#c62828", "pass": "#2e7d32"}.get(verdict, "#b26a00")
+    reasons = "".join(f"<li>{_e(r)}</li>" for r in (a.get("reasons") or [])[:6])
+    more = len(a.get("reasons") or []) - 6
+    if more > 0:
+        reasons += f"<li>… {more} more in the report</li>"
+    cell = "style='padding:2px 8px;text-align:left'"
+    rows = "".join(
+        f"<tr><td {cell}><code>{_e(_comparison_name(c))}</code></td><td {cell}>{_num(c.get('source_mean'))}</td>"
+        f"<td {cell}>{_num(c.get('target_mean'))}</td><td {cell}>{_num(c.get('difference'), '{:+.3f}')}</td>"
+        f"<td {cell}>{_p(c.get('p_adjusted'))}</td><td {cell}>{_e(c.get('severity') or c.get('status') or '')}</td></tr>"
+        for c in a.get("comparisons") or []
+    )
+    table = (
+        f"<table style='border-collapse:collapse;margin:4px 0'><thead><tr><th {cell}>Evaluator</th><th {cell}>Source</th>"
+        f"<th {cell}>Target</th><th {cell}>Difference</th><th {cell}>Adjusted p</th><th {cell}>Severity</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>" if rows else ""
+    )
+    labels = a.get("labels") or {}
+    label_line = ", ".join(
+        f"<code>{_e(k)}</code> × {_e((v or {}).get('count') if isinstance(v, Mapping) else v)}" for k, v in sorted(labels.items())
+    )
+    banners = "".join(
+        f"<div style='border-left:4px solid {colour};padding:2px 8px;margin:4px 0'>{_e(b.get('title') if isinstance(b, Mapping) else b)}</div>"
+        for b in a.get("banners") or []
+    )
     return (
-        f"<div><strong>EvalShift verdict: {_e(analysis.verdict.upper())}</strong>"
-        f"<ul>{items}</ul><small>{_e(report_path)}</small></div>"
+        "<div class='evalshift-compact' style='font-family:system-ui,sans-serif;line-height:1.4'>"
+        f"<div><strong style='color:{colour};font-size:1.15em'>EvalShift verdict: {_e(verdict.upper())}</strong></div>"
+        f"{banners}<ul style='margin:4px 0'>{reasons}</ul>{table}"
+        f"{'<div>Labels: ' + label_line + '</div>' if label_line else ''}"
+        f"<div style='opacity:.75'><small>Full report: <code>{_e(report_path)}</code></small></div></div>"
     )

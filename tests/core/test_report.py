@@ -1,0 +1,265 @@
+"""report.json and report.html: what each row, banner and chart carries, and how the file is built."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from typing import Any
+
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+
+from evalshift_core._io import atomic_write_json, atomic_write_jsonl
+from evalshift_core._models import Call, Example, FixtureResult, ToolCall, ToolTrace
+from evalshift_core._report import (
+    build_report,
+    embed_json,
+    field_explanations,
+    render_compact_html,
+    render_html,
+    render_run_report,
+    text_diff,
+    trace_diff,
+    write_report,
+)
+
+MANIFEST = {"run_id": "run-1", "suite": "s", "source_model": "openai:a", "target_model": "openai:b"}
+
+
+def _trace(calls: list[tuple], *, text: str | None = None, rounds: int | None = None) -> ToolTrace:
+    """calls: (name, args) on single-shot, (round, name, args) on multi-round."""
+    out = []
+    for i, c in enumerate(calls):
+        k, name, args = c if rounds else (None, *c)
+        out.append(ToolCall(tool_name=name, arguments=args, sequence_index=i, round_index=k))
+    return ToolTrace(calls=out, final_text=text, round_count=rounds)
+
+
+def _call(example_id: str, role: str, trace: ToolTrace | None, **kw: Any) -> Call:
+    return Call(example_id=example_id, role=role, model=f"openai:{role}", trace=trace,
+                text=trace.final_text if trace else None, **kw)
+
+
+def _regression(example_id: str, evaluator: str = "tool_selection", **kw: Any) -> dict[str, Any]:
+    row = {"example_id": example_id, "evaluator": evaluator, "name": kw.pop("name", "routing"),
+           "side": kw.pop("side", "conformance"), "source_score": 1.0, "target_score": 0.0,
+           "labels": ["TOOL_SELECTION_DRIFT"], "tools": [], "metadata": {}}
+    row.update(kw)
+    return row
+
+
+def _analysis(regressions: list[dict[str, Any]], comparisons: list[dict[str, Any]] | None = None, **kw: Any) -> dict[str, Any]:
+    comparisons = comparisons if comparisons is not None else [
+        {"evaluator": "tool_selection", "name": "routing", "side": "conformance", "n": 10, "source_mean": 1.0,
+         "target_mean": 0.8, "difference": -0.2, "ci": [-0.4, -0.05], "test": "wilcoxon", "p_value": 0.01,
+         "p_adjusted": 0.02, "severity": "high", "status": "measured"},
+    ]
+    return {"verdict": "fail", "reasons": ["tool_selection.routing dropped"], "comparisons": comparisons,
+            "labels": {}, "regressions": regressions, **kw}
+
+
+def test_single_shot_row_has_one_tools_line_and_no_rounds_key():
+    """Seed 001: "Single-shot pairs render exactly as before and carry no rounds key." """
+    ex = Example(id="e1", inputs={"input": "hi"})
+    calls = [_call("e1", "source", _trace([("lookup_order", {"order_id": "A1"})])),
+             _call("e1", "target", _trace([]))]
+    row = build_report(_analysis([]), [ex], calls, MANIFEST)["examples"][0]
+    assert row["tools_called"] == ["lookup_order → (none)"]
+    assert "rounds" not in row
+
+
+def test_multi_round_row_has_one_tools_line_per_round_and_round_prefixed_diff_items():
+    """Seed 001: one line per round in the "Tools called (source → target)" column, and each
+    trace-diff item prefixed with Round k:."""
+    ex = Example(id="e1", inputs={"input": "refund A1 $12"})
+    src = _trace([(1, "lookup_order", {"order_id": "A1"}), (2, "issue_refund", {"order_id": "A1"})], rounds=3, text="done")
+    tgt = _trace([(1, "issue_refund", {"order_id": "A1"}), (2, "lookup_order", {"order_id": "A1"})], rounds=3, text="done")
+    reg = _regression("e1", metadata={"rounds": [
+        {"round": 1, "expected": ["lookup_order"], "source": ["lookup_order"], "target": ["issue_refund"],
+         "source_score": 1.0, "target_score": 0.0},
+        {"round": 2, "expected": ["issue_refund"], "source": ["issue_refund"], "target": ["lookup_order"],
+         "source_score": 1.0, "target_score": 0.0},
+        {"round": 3, "expected": [], "source": [], "target": [], "source_score": 1.0, "target_score": 1.0},
+    ]})
+    row = build_report(_analysis([reg]), [ex], [_call("e1", "source", src), _call("e1", "target", tgt)], MANIFEST)["examples"][0]
+    assert row["tools_called"] == [
+        "Round 1: lookup_order → issue_refund",
+        "Round 2: issue_refund → lookup_order",
+        "Round 3: (none) → (none)",
+    ]
+    assert row["rounds"] == 3
+    assert row["diverged_rounds"] == [1, 2]
+    assert all(item["text"].startswith(f"Round {item['round']}: ") for item in row["trace_diff"])
+    assert {item["round"] for item in row["trace_diff"]} == {1, 2, 3}
+    assert row["regressions"][0]["expected"] == ["Round 1: lookup_order", "Round 2: issue_refund", "Round 3: (no tools)"]
+
+
+def test_trace_diff_aligns_calls_and_marks_changed_arguments():
+    src = _trace([("lookup_order", {"order_id": "A1"}), ("issue_refund", {"amount_usd": 12.0})])
+    tgt = _trace([("issue_refund", {"amount_usd": "12"}), ("notify_security_team", {})])
+    ops = [(i["op"], i["source"], i["target"]) for i in trace_diff(src, tgt)]
+    assert ops == [
+        ("removed", 'lookup_order({"order_id":"A1"})', None),
+        ("changed", 'issue_refund({"amount_usd":12.0})', 'issue_refund({"amount_usd":"12"})'),
+        ("added", None, "notify_security_team({})"),
+    ]
+    assert all("round" not in i and not i["text"].startswith("Round") for i in trace_diff(src, tgt))
+
+
+def test_field_explanations_json_render_values_so_type_changes_show():
+    """Issue: per-field explanations (`amount_usd: 12.0 → "12"`)."""
+    md = {"fields": [
+        {"tool": "issue_refund", "field": "amount_usd", "source": 12.0, "target": "12", "score": 0.0,
+         "label": "ARGUMENT_VALUE_DRIFT"},
+        {"tool": "issue_refund", "field": "order_id", "source": "A1", "target": "A1", "score": 1.0},
+        {"tool": "issue_refund", "field": "reason", "source": "late", "score": 0.5},
+    ]}
+    assert field_explanations(md) == [
+        'issue_refund.amount_usd: 12.0 → "12" [ARGUMENT_VALUE_DRIFT]',
+        'issue_refund.reason: "late" → (absent)',
+    ]
+
+
+def test_field_explanations_on_multi_round_pairs_name_the_round():
+    md = {"rounds": [{"round": 2, "fields": [{"tool": "t", "field": "f", "source": 1, "target": 2, "score": 0.0}]}]}
+    assert field_explanations(md) == ["Round 2: t.f: 1 → 2"]
+
+
+def test_text_evaluator_regression_gets_a_text_diff_and_tool_regression_a_trace_diff():
+    ex = [Example(id="t", inputs={"input": "policy?"}), Example(id="u", inputs={"input": "hacked"})]
+    calls = [
+        _call("t", "source", _trace([], text="Returns are free within 30 days.")),
+        _call("t", "target", _trace([], text="Returns cost $5 within 30 days.")),
+        _call("u", "source", _trace([("notify_security_team", {"signal": "hacked"})])),
+        _call("u", "target", _trace([], text="Reset your password.")),
+    ]
+    regs = [_regression("t", evaluator="semantic", name="quality", side=None, labels=[]), _regression("u")]
+    rows = {r["example_id"]: r for r in build_report(_analysis(regs), ex, calls, MANIFEST)["examples"]}
+    assert "trace_diff" not in rows["t"] and rows["t"]["regressions"][0]["kind"] == "text"
+    assert ["-", "are free "] in rows["t"]["text_diff"] and ["+", "cost $5 "] in rows["t"]["text_diff"]
+    assert "text_diff" not in rows["u"] and rows["u"]["trace_diff"][0]["op"] == "removed"
+
+
+def test_text_diff_segments_rebuild_both_texts():
+    segments = text_diff("a b c d", "a x c d e")
+    assert "".join(t for op, t in segments if op != "+") == "a b c d"
+    assert "".join(t for op, t in segments if op != "-") == "a x c d e"
+
+
+def test_banners_constraints_not_honoured_broken_harness_and_nothing_measured():
+    """Seed 001: a Gemini arm records tools.strict under dropped_params and the report shows a
+    Constraints not honoured banner; "broken eval harness" and "Nothing measured" rows."""
+    ex = Example(id="e1", inputs={"input": "x"})
+    calls = [_call("e1", "source", _trace([])), _call("e1", "target", _trace([]), dropped_params=["tools.strict"])]
+    comparisons = [{"evaluator": "semantic", "name": "quality", "side": None, "n": 0, "status": "unknown"}]
+    report = build_report(_analysis([], comparisons, banners=["broken eval harness"]), [ex], calls, MANIFEST)
+    titles = [b["title"] for b in report["banners"]]
+    assert titles == ["Constraints not honoured", "broken eval harness", "Nothing measured"]
+    assert "openai:target dropped tools.strict on 1 call" in report["banners"][0]["detail"]
+    assert "measured the harness" in report["banners"][1]["detail"]
+    assert report["banners"][2]["detail"].startswith("semantic.quality: ")
+    html = render_html(report)
+    assert html.index("Constraints not honoured") < html.index("<h2 id='h-cmp'>Comparisons")
+
+
+def test_no_banner_when_nothing_applies():
+    ex = Example(id="e1", inputs={"input": "x"})
+    report = build_report(_analysis([]), [ex], [_call("e1", "source", _trace([])), _call("e1", "target", _trace([]))], MANIFEST)
+    assert report["banners"] == []
+    assert "class='banner'" not in render_html(report).split("<noscript>")[0]
+
+
+def test_rows_put_regressions_first_by_severity():
+    ex = [Example(id=i) for i in ("ok", "low", "crit")]
+    comparisons = [
+        {"evaluator": "tool_selection", "name": "a", "side": None, "n": 3, "severity": "low", "status": "measured"},
+        {"evaluator": "tool_selection", "name": "b", "side": None, "n": 3, "severity": "critical", "status": "measured"},
+    ]
+    regs = [_regression("low", name="a", side=None), _regression("crit", name="b", side=None)]
+    rows = build_report(_analysis(regs, comparisons), ex, [], MANIFEST)["examples"]
+    assert [r["example_id"] for r in rows] == ["crit", "low", "ok"]
+    assert [r["severity"] for r in rows] == ["critical", "low", None]
+
+
+def test_score_distributions_bin_source_and_target_and_skip_skipped_rows():
+    scores = [
+        {"example_id": "a", "evaluator": "tool_selection", "name": "r", "side": None, "source_score": 1.0, "target_score": 0.0},
+        {"example_id": "b", "evaluator": "tool_selection", "name": "r", "side": None, "source_score": 0.55, "target_score": 1.0},
+        {"example_id": "c", "evaluator": "tool_selection", "name": "r", "side": None, "source_score": 0.0,
+         "target_score": 0.0, "skipped": True},
+    ]
+    dist = build_report(_analysis([]), [], [], MANIFEST, scores)["charts"]["distributions"]
+    assert dist == [{"evaluator": "tool_selection", "name": "r", "side": None, "bins": 10,
+                     "source": [0, 0, 0, 0, 0, 1, 0, 0, 0, 1], "target": [1, 0, 0, 0, 0, 0, 0, 0, 0, 1]}]
+    assert render_html(build_report(_analysis([]), [], [], MANIFEST, scores)).count("class='bar-source'") == 10
+
+
+def test_fixture_results_are_listed_per_round():
+    ex = Example(id="e1", expected_tool_rounds=[[{"tool_name": "lookup_order"}]],
+                 tool_result_fixtures=[[FixtureResult(tool_name="lookup_order", result={"paid": 12.0})]])
+    row = build_report(_analysis([]), [ex], [], MANIFEST)["examples"][0]
+    assert row["tool_results"] == ['Round 1: lookup_order → {"paid":12.0}']
+
+
+def _inline(tag: str, page: str) -> str:
+    return re.search(rf"<{tag}>(.*?)</{tag}>", page, re.S).group(1)
+
+
+def test_html_is_self_contained_and_its_csp_allows_only_its_own_script_and_style():
+    ex = Example(id="e1", inputs={"input": "x"})
+    page = render_html(build_report(_analysis([]), [ex], [], MANIFEST))
+    csp = re.search(r'http-equiv=\'Content-Security-Policy\' content="([^"]+)"', page).group(1)
+
+    def digest(s: str) -> str:
+        return "'sha256-" + base64.b64encode(hashlib.sha256(s.encode()).digest()).decode() + "'"
+
+    assert f"script-src {digest(_inline('script', page))};" in csp
+    assert f"style-src {digest(_inline('style', page))};" in csp
+    assert csp.startswith("default-src 'none';") and "unsafe" not in csp
+    assert not re.search(r"""(src|href)\s*=\s*['"]?(https?:|//)""", page)
+    assert "@import" not in page and "url(" not in _inline("style", page)
+
+
+@given(st.text())
+def test_embedded_json_never_closes_its_script_element_and_reads_back(text):
+    embedded = embed_json({"x": text, "k": [text]})
+    assert "<" not in embedded and ">" not in embedded and "&" not in embedded
+    assert json.loads(embedded) == {"x": text, "k": [text]}
+
+
+def test_write_report_writes_json_and_html(tmp_path):
+    ex = Example(id="e1", inputs={"input": "x"})
+    report = build_report(_analysis([_regression("e1")]), [ex], [], MANIFEST)
+    path = write_report(tmp_path, report)
+    assert path == tmp_path / "report.html" and path.read_text().startswith("<!doctype html>")
+    assert orjson.loads((tmp_path / "report.json").read_bytes())["examples"][0]["labels"] == ["TOOL_SELECTION_DRIFT"]
+
+
+def test_render_run_report_rebuilds_both_files_from_the_run_directory(tmp_path):
+    run_dir = tmp_path / "runs" / "run-1"
+    ex = Example(id="e1", inputs={"input": "x"})
+    calls = [_call("e1", "source", _trace([("a", {})])), _call("e1", "target", _trace([("b", {})]))]
+    analysis = _analysis([_regression("e1")])
+    scores = [{"example_id": "e1", "evaluator": "tool_selection", "name": "routing", "side": "conformance",
+               "source_score": 1.0, "target_score": 0.0, "skipped": False, "labels": [], "metadata": {}}]
+    atomic_write_json(run_dir / "run.json", MANIFEST)
+    atomic_write_jsonl(run_dir / "examples.jsonl", [ex.model_dump(mode="json", exclude_none=True)])
+    atomic_write_jsonl(run_dir / "raw.jsonl", [c.model_dump(mode="json", exclude_none=True) for c in calls])
+    atomic_write_json(run_dir / "analysis.json", analysis)
+    atomic_write_jsonl(run_dir / "scores.jsonl", scores)
+    path = render_run_report(tmp_path, "run-1")
+    assert path == run_dir / "report.html"
+    expected = orjson.loads(orjson.dumps(build_report(analysis, [ex], calls, MANIFEST, scores)))
+    assert orjson.loads((run_dir / "report.json").read_bytes()) == expected
+    assert "a → b" in expected["examples"][0]["tools_called"]
+
+
+def test_compact_html_names_the_verdict_and_escapes_everything():
+    analysis = _analysis([], reasons=["<script>alert(1)</script>"], labels={"TOOL_SELECTION_DRIFT": {"count": 3}})
+    out = render_compact_html(analysis, "/tmp/<b>/report.html")
+    assert "EvalShift verdict: FAIL" in out
+    assert "<script>" not in out and "&lt;script&gt;" in out and "&lt;b&gt;" in out
+    assert "<code>TOOL_SELECTION_DRIFT</code> × 3" in out

@@ -1,0 +1,215 @@
+"""report.html in a real browser: Debian's headless Chromium (installed by `make test`).
+
+Model and tool content carrying script payloads must render as text and run nothing; the first
+screen is saved as test-artifacts/report-first-screen.png for a human to judge the design.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from evalshift_core._models import Call, Example, FixtureResult, ToolCall, ToolTrace
+from evalshift_core._report import build_report, write_report
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "test-artifacts"
+
+# Each payload would change the page title if it ever ran as script or markup.
+SCRIPT = "<script>document.title='PWNED-script'</script>"
+IMG = "\"><img src=x onerror=\"document.title='PWNED-img'\">"
+IMG_SQ = "'><img src=x onerror=document.title='PWNED-sq'>"
+PAYLOADS = (SCRIPT, IMG, IMG_SQ)
+
+
+def chromium(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        pytest.fail("chromium is not installed: run `make test` (it installs Debian's chromium)")
+    with tempfile.TemporaryDirectory() as profile:
+        cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+               "--disable-dev-shm-usage", f"--user-data-dir={profile}", *args]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True)
+
+
+class _DomSummary(HTMLParser):
+    """Element names, attributes, the document title and the visible text of a dumped DOM."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+        self.title: str | None = None
+        self._raw: str | None = None  # inside <script>, <style> or the head's <title>
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        if tag in ("script", "style") or (tag == "title" and self.title is None):
+            self._raw = tag
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == self._raw:
+            self._raw = None
+
+    def handle_data(self, data: str) -> None:
+        if self._raw == "title":
+            self.title = (self.title or "") + data
+        elif self._raw is None:
+            self.text.append(data)
+
+
+def _dom(url: str) -> _DomSummary:
+    summary = _DomSummary()
+    summary.feed(chromium("--dump-dom", url).stdout)
+    return summary
+
+
+def _payload_run() -> tuple[list[Example], list[Call], dict, list[dict]]:
+    """A run whose every model- or tool-controlled string carries a payload."""
+    examples = [
+        Example(id=f"ex-{SCRIPT}", inputs={"input": f"I was hacked {IMG}"}, tags=["security", IMG_SQ]),
+        Example(id="ex-refund", inputs={"input": SCRIPT}, tags=["refund"],
+                expected_tool_rounds=[[{"tool_name": "lookup_order"}], [{"tool_name": "issue_refund"}]],
+                tool_result_fixtures=[[FixtureResult(tool_name="lookup_order", result=IMG)],
+                                      [FixtureResult(tool_name="issue_refund", result={"note": SCRIPT})]]),
+        Example(id="ex-text", inputs={"input": "policy?"}, tags=["text_only"]),
+    ] + [Example(id=f"ex-{i:03d}", inputs={"input": f"status of order A{i}"}, tags=["status"]) for i in range(20)]
+
+    def call(ex: str, role: str, calls: list[ToolCall], text: str | None = None, rounds: int | None = None,
+             dropped: list[str] | None = None) -> Call:
+        return Call(example_id=ex, role=role, model=f"gemini:{role}-<b>model</b>", text=text,
+                    trace=ToolTrace(calls=calls, final_text=text, round_count=rounds), dropped_params=dropped or [])
+
+    calls = [
+        call(examples[0].id, "source", [ToolCall(tool_name="notify_security_team", arguments={"signal": SCRIPT})]),
+        call(examples[0].id, "target", [ToolCall(tool_name="lookup_order", arguments={"order_id": IMG})], text=IMG_SQ,
+             dropped=["tools.strict"]),
+        call("ex-refund", "source", [ToolCall(tool_name="lookup_order", arguments={"order_id": "A1"}, round_index=1),
+                                     ToolCall(tool_name="issue_refund", arguments={"amount_usd": 12.0, IMG: SCRIPT},
+                                              round_index=2, sequence_index=1)], text="refunded", rounds=3),
+        call("ex-refund", "target", [ToolCall(tool_name="issue_refund", arguments={"amount_usd": "12"}, round_index=1),
+                                     ToolCall(tool_name="lookup_order", arguments=SCRIPT, round_index=2,
+                                              sequence_index=1)], text=SCRIPT, rounds=3),
+        call("ex-text", "source", [], text=f"Returns are free {SCRIPT}"),
+        call("ex-text", "target", [], text=f"Returns cost {IMG}"),
+    ]
+    for i in range(20):
+        for role in ("source", "target"):
+            calls.append(call(f"ex-{i:03d}", role, [ToolCall(tool_name="lookup_order", arguments={"order_id": f"A{i}"})],
+                              text="It shipped."))
+    regressions = [
+        {"example_id": examples[0].id, "evaluator": "tool_selection", "name": "routing", "side": "conformance",
+         "source_score": 1.0, "target_score": 0.0, "labels": ["TOOL_SELECTION_DRIFT"],
+         "tools": ["notify_security_team"],
+         "metadata": {"expected": ["notify_security_team"], "source": ["notify_security_team"], "target": ["lookup_order"]}},
+        {"example_id": "ex-refund", "evaluator": "tool_arguments", "name": "args", "side": None,
+         "source_score": 1.0, "target_score": 0.25, "labels": ["ARGUMENT_VALUE_DRIFT"], "tools": ["issue_refund"],
+         "metadata": {"rounds": [
+             {"round": 1, "fields": [{"tool": "issue_refund", "field": "amount_usd", "source": 12.0, "target": "12",
+                                      "score": 0.0, "label": "ARGUMENT_VALUE_DRIFT"}]},
+             {"round": 2, "fields": [{"tool": "issue_refund", "field": IMG, "source": SCRIPT, "score": 0.5}]},
+         ]}},
+        {"example_id": "ex-text", "evaluator": "semantic", "name": "quality", "side": None,
+         "source_score": 0.9, "target_score": 0.4, "labels": [], "tools": [], "metadata": {}},
+    ]
+    analysis = {
+        "verdict": "fail",
+        "reasons": [f"tool_selection.routing (conformance): target 0.900 vs source 1.000 {SCRIPT}",
+                    "1 TOOL_SELECTION_DRIFT on notify_security_team", "1 ARGUMENT_VALUE_DRIFT on issue_refund"],
+        "comparisons": [
+            {"evaluator": "tool_selection", "name": "routing", "side": "conformance", "n": 23, "source_mean": 1.0,
+             "target_mean": 0.957, "difference": -0.043, "ci": [-0.13, 0.0], "test": "wilcoxon", "p_value": 0.3173,
+             "p_adjusted": 0.3173, "severity": "high", "status": "measured"},
+            {"evaluator": "tool_arguments", "name": "args", "side": None, "n": 23, "source_mean": 1.0,
+             "target_mean": 0.967, "difference": -0.033, "ci": [-0.1, 0.0], "test": "wilcoxon", "p_value": 0.3173,
+             "p_adjusted": 0.3173, "severity": "medium", "status": "measured"},
+            {"evaluator": "semantic", "name": "quality", "side": None, "n": 0, "status": "unknown"},
+        ],
+        "labels": {
+            "TOOL_SELECTION_DRIFT": {"count": 1, "by_tool": {"notify_security_team": 1}, "by_field": {}},
+            "ARGUMENT_VALUE_DRIFT": {"count": 1, "by_tool": {"issue_refund": 1},
+                                     "by_field": {"issue_refund.amount_usd": 1, f"issue_refund.{IMG}": 1}},
+        },
+        "failure_categories": {"TOOL_GROUND_TRUTH_MISS": 0},
+        "recommendations": [f"Check the harness {IMG_SQ}"],
+        "banners": ["broken eval harness"],
+        "regressions": regressions,
+    }
+    scores = [
+        {"example_id": e.id, "evaluator": "tool_selection", "name": "routing", "side": "conformance",
+         "source_score": 1.0, "target_score": 0.0 if e.id == examples[0].id else 1.0}
+        for e in examples
+    ]
+    return examples, calls, analysis, scores
+
+
+@pytest.fixture(scope="module")
+def payload_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    examples, calls, analysis, scores = _payload_run()
+    manifest = {"run_id": "run-xss", "suite": f"suite-{SCRIPT}", "source_model": f"gemini:src{IMG}",
+                "target_model": "gemini:tgt", "created": "2026-11-30T00:00:00Z"}
+    return write_report(tmp_path_factory.mktemp("report"), build_report(analysis, examples, calls, manifest, scores))
+
+
+def _assert_nothing_ran_and_payloads_are_text(dom: _DomSummary) -> None:
+    assert dom.title == "EvalShift report run-xss", dom.title
+    html_attrs = dom.tags[0][1]
+    assert "data-rendered-ms" in html_attrs, "the report's own script did not run"
+    assert [t for t, _ in dom.tags if t == "img"] == []
+    assert [t for t, _ in dom.tags if t == "script"] == ["script", "script"]  # the data block and ours
+    assert not [a for _, attrs in dom.tags for a in attrs if a.startswith("on")]
+    text = "".join(dom.text)
+    for payload in PAYLOADS:
+        assert payload in text, payload
+    # tool arguments, field names and tool results are shown JSON-rendered
+    assert 'notify_security_team({"signal":"<script>document.title=\'PWNED-script\'</script>"})' in text
+    assert 'Round 1: issue_refund.amount_usd: 12.0 → "12" [ARGUMENT_VALUE_DRIFT]' in text
+    assert "Round 1: lookup_order → " + IMG in text
+    assert "Round 2: issue_refund → " in text and '{"note":"<script>' in text
+
+
+def test_payloads_in_tool_arguments_results_and_text_show_as_text_and_never_run(payload_report):
+    """Issue 8, done when: every piece of model or tool content is escaped; no script ran."""
+    dom = _dom(payload_report.as_uri())
+    _assert_nothing_ran_and_payloads_are_text(dom)
+    text = "".join(dom.text)
+    for expected in ("Constraints not honoured", "broken eval harness", "Nothing measured",
+                     "Tools called (source → target)", "Round 1: lookup_order → issue_refund"):
+        assert expected in text
+
+
+def test_escaping_holds_without_the_content_security_policy(payload_report, tmp_path):
+    """The CSP is a second wall: with it removed, the escaping alone still runs nothing."""
+    page = payload_report.read_text()
+    stripped = re.sub(r"<meta http-equiv='Content-Security-Policy'[^>]*>", "", page, count=1)
+    assert stripped != page
+    bare = tmp_path / "report.html"
+    bare.write_text(stripped)
+    _assert_nothing_ran_and_payloads_are_text(_dom(bare.as_uri()))
+
+
+def test_filters_read_from_the_fragment_narrow_the_rows(payload_report):
+    dom = _dom(payload_report.as_uri() + "#label=ARGUMENT_VALUE_DRIFT")
+    text = "".join(dom.text)
+    assert "Showing 1–1 of 1 examples (23 in the run)" in text
+    assert "ex-refund" in text and "ex-005" not in text
+    dom = _dom(payload_report.as_uri() + "#round=2")
+    assert "Showing 1–1 of 1 examples" in "".join(dom.text)
+    dom = _dom(payload_report.as_uri() + "#tag=status&severity=high")
+    assert "No example matches these filters." in "".join(dom.text)
+
+
+def test_first_screen_screenshot_is_saved_as_a_test_artifact(payload_report):
+    ARTIFACTS.mkdir(exist_ok=True)
+    for name, extra in (("report-first-screen.png", []), ("report-first-screen-dark.png", ["--force-dark-mode"])):
+        shot = ARTIFACTS / name
+        shot.unlink(missing_ok=True)
+        chromium(f"--screenshot={shot}", "--window-size=1280,900", "--hide-scrollbars", *extra, payload_report.as_uri())
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
