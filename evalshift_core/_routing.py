@@ -1,8 +1,13 @@
-"""Model names: ``provider:NAME`` or a bare name inferred from its prefix."""
+"""Model names: ``provider:NAME`` or a bare name inferred from its prefix.
+
+Also picks a model's ``providers:`` settings: a ``provider:NAME`` entry overrides the provider's.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ._exceptions import ReplayError
 
@@ -36,3 +41,15 @@ def route(model: str) -> ModelRef:
     raise ReplayError(
         f"cannot tell which provider serves {model!r}; write it as openai:NAME, anthropic:NAME or gemini:NAME"
     )
+
+
+def settings_for(ref: ModelRef, providers: Mapping[str, Mapping[str, Any]] | None) -> tuple[str, dict[str, Any]]:
+    """``(key, settings)`` for a model: ``providers[provider]`` merged with ``providers["provider:NAME"]``,
+    so one OpenAI-compatible server can serve one model while the rest go to OpenAI."""
+    providers = providers or {}
+    merged = dict(providers.get(ref.provider) or {})
+    specific = providers.get(str(ref))
+    if specific:
+        merged.update(specific)
+        return str(ref), merged
+    return ref.provider, merged

@@ -1,23 +1,47 @@
-"""``evalshift run``: replay every example through the source and the target model."""
+"""``evalshift run``: replay every example through the source and the target model.
+
+Single-shot by default; teacher-forced round by round when an example carries tool_result_fixtures.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import os
+import random
 import secrets
+import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._clients import make_client
-from ._exceptions import EvalShiftError, RunNotFoundError
-from ._io import append_jsonl, atomic_write_json, iter_jsonl
-from ._models import SCHEMA_VERSION, Call, Example, ToolTrace, Usage
-from ._routing import route
+import orjson
+
+from ._cache import ResponseCache
+from ._exceptions import EvalShiftError, InputError, ReplayError, RunNotFoundError
+from ._io import atomic_write_json, atomic_write_jsonl, iter_jsonl
+from ._models import (
+    SCHEMA_VERSION,
+    Call,
+    Example,
+    ExpectedToolCall,
+    FixtureResult,
+    ToolCall,
+    ToolTrace,
+    Usage,
+)
+from ._pricing import PriceTable, load_prices
+from ._routing import ModelRef, route, settings_for
 from ._suite import DEFAULT_BASE, resolve_tools
+from .clients import BaseClient, ModelCallError, ModelResponse, PreparedRequest, make_client
 
 DEFAULT_TEMPLATE = "{input}"
+DEFAULT_CONCURRENCY = 8
+ESTIMATED_OUTPUT_TOKENS = 256
+"""Output tokens the pre-flight assumes per call (capped by the example's max tokens)."""
+ROLES = ("source", "target")
 
 
 @dataclass
@@ -28,6 +52,35 @@ class RunResult:
     run_dir: Path
     calls: list[Call]
     manifest: dict[str, Any]
+    estimated_cost_usd: float = 0.0
+    """The pre-flight estimate for the calls this invocation had to make."""
+    spent_usd: float = 0.0
+    """Cost of the responses actually fetched (cache hits are free)."""
+    requests: int = 0
+    """Model requests sent, retries included."""
+    cache_hits: int = 0
+    resumed_rows: int = 0
+    """Rows found already written when resuming."""
+
+
+@dataclass
+class RetryPolicy:
+    """Retries on 429, 5xx, timeouts and connection errors: exponential backoff with jitter,
+    honouring ``retry-after`` when the provider sends one."""
+
+    max_retries: int = 6
+    base_s: float = 0.5
+    max_s: float = 30.0
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            # at least what the server asked for, spread a little so the herd does not return at once
+            return retry_after + random.uniform(0, min(1.0, 0.1 * retry_after + 0.01))
+        cap = min(self.max_s, self.base_s * (2**attempt))
+        return cap / 2 + random.uniform(0, cap / 2)
+
+
+# -- messages ------------------------------------------------------------------------------
 
 
 def new_run_id() -> str:
@@ -47,33 +100,318 @@ def render_prompt(example: Example, template: str = DEFAULT_TEMPLATE) -> str:
 
 
 def initial_messages(example: Example, template: str = DEFAULT_TEMPLATE) -> list[dict[str, Any]]:
+    """History prefix, then the rendered prompt as the user message."""
     return [*example.history, {"role": "user", "parts": [{"type": "text", "content": render_prompt(example, template)}]}]
 
 
-def replay_example(
-    client: Any, model: str, example: Example, base: str | os.PathLike[str], role: str, template: str = DEFAULT_TEMPLATE
-) -> Call:
-    """Single-shot replay of one example: one model call, no tool results fed back."""
-    ref = route(model)
-    tools = resolve_tools(example, base)
+def _result_value(fixture: FixtureResult) -> Any:
+    # seed 001: a recorded tool error is replayed as {"error": "..."}
+    return {"error": fixture.error} if fixture.error is not None else fixture.result
+
+
+def recorded_rounds(example: Example) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """The recorded rounds 1..n-1 as (assistant message, tool message) pairs, in semconv shape.
+
+    Calls come from ``expected_tool_rounds[k]`` (``expected_tools`` for round 1), results from
+    ``tool_result_fixtures[k]``, paired by ``call_id`` when both carry one, else by position.
+    Missing call ids get stable synthetic ones (``call_r{k}_{i}``).
+    """
+    fixtures = example.tool_result_fixtures or []
+    out = []
+    for k, results in enumerate(fixtures, start=1):
+        calls: list[ExpectedToolCall] = list(example.expected_round(k) or [])
+        if len(calls) != len(results):
+            if calls:
+                raise InputError(
+                    f"example {example.id!r}: round {k} records {len(calls)} call(s) but "
+                    f"{len(results)} tool result(s)", field=f"tool_result_fixtures[{k - 1}]")
+            # no recorded calls for the round: the fixtures name the tools themselves
+            calls = [ExpectedToolCall(tool_name=r.tool_name, call_id=r.call_id) for r in results]
+        by_id = {r.call_id: r for r in results if r.call_id}
+        call_parts, result_parts = [], []
+        for i, call in enumerate(calls):
+            result = by_id.get(call.call_id) if call.call_id else None
+            if result is None:
+                result = results[i]
+            call_id = call.call_id or result.call_id or f"call_r{k}_{i}"
+            call_parts.append({"type": "tool_call", "id": call_id, "name": call.tool_name,
+                               "arguments": call.arguments if call.arguments is not None else {}})
+            result_parts.append({"type": "tool_call_response", "id": call_id, "name": call.tool_name,
+                                 "response": _result_value(result)})
+        out.append(({"role": "assistant", "parts": call_parts}, {"role": "tool", "parts": result_parts}))
+    return out
+
+
+def round_messages(example: Example, template: str = DEFAULT_TEMPLATE) -> list[list[dict[str, Any]]]:
+    """The messages of every replayed round: round k = prefix + recorded rounds 1..k-1.
+
+    The candidate's own calls are never fed back, so every model sees byte-identical context.
+    """
+    prefix = initial_messages(example, template)
+    rounds = [prefix]
+    for assistant, tool in recorded_rounds(example):
+        rounds.append([*rounds[-1], assistant, tool])
+    return rounds
+
+
+# -- planning ------------------------------------------------------------------------------
+
+
+@dataclass
+class Unit:
+    """One model's replay of one example: a request per round, all known before any call."""
+
+    example: Example
+    role: str
+    model: ModelRef
+    client: BaseClient
+    gate_key: str
+    requests: list[PreparedRequest]
+    multi_round: bool
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.example.id, self.role)
+
+
+def _max_tokens(config: Mapping[str, Any]) -> int | None:
+    for key in ("max_tokens", "max_completion_tokens", "max_output_tokens", "maxOutputTokens"):
+        if isinstance(config.get(key), int):
+            return int(config[key])
+    return None
+
+
+def estimate_cost(units: list[Unit], prices: PriceTable, cache: ResponseCache | None
+                  ) -> tuple[float, int, set[str]]:
+    """Pre-flight: (USD, calls, models without a price), one call per replayed round; requests
+    already in the cache are free."""
+    total, calls, unpriced = 0.0, 0, set()
+    for unit in units:
+        cap = _max_tokens(unit.example.generation_config)
+        out_tokens = min(ESTIMATED_OUTPUT_TOKENS, cap) if cap else ESTIMATED_OUTPUT_TOKENS
+        for request in unit.requests:
+            if cache is not None and request in cache:
+                continue
+            calls += 1
+            cost = prices.cost(str(unit.model), request.size_chars() // 4, out_tokens)
+            if cost is None:
+                unpriced.add(str(unit.model))
+            else:
+                total += cost
+    return total, calls, unpriced
+
+
+# -- resume --------------------------------------------------------------------------------
+
+
+def _read_rows(raw: Path) -> list[Call]:
+    """Rows of raw.jsonl; a torn last line (a crash mid-write) is cut off, nothing else lost."""
+    if not raw.exists():
+        return []
+    data = raw.read_bytes()
+    end = data.rfind(b"\n") + 1
+    if end < len(data):
+        with open(raw, "r+b") as fh:
+            fh.truncate(end)
+        data = data[:end]
+    rows = []
+    for lineno, line in enumerate(data.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(Call.model_validate(orjson.loads(line)))
+        except (orjson.JSONDecodeError, ValueError) as exc:
+            raise InputError(f"not a valid Call row: {exc}", file=str(raw), line=lineno) from exc
+    return rows
+
+
+# -- execution -----------------------------------------------------------------------------
+
+
+class ProviderGate:
+    """Per-provider admission: an optional requests-per-minute token bucket, an optional
+    concurrency cap, and a shared pause after a 429 so one storm is not hit by every worker."""
+
+    def __init__(self, rpm: float | None = None, max_concurrency: int | None = None) -> None:
+        self.interval = 60.0 / rpm if rpm else 0.0
+        self._next = 0.0
+        self.paused_until = 0.0
+        self._lock = asyncio.Lock()
+        self._slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+
+    async def acquire(self) -> None:
+        if self._slots is not None:
+            await self._slots.acquire()
+        async with self._lock:
+            now = time.monotonic()
+            start = max(now, self._next, self.paused_until)
+            self._next = start + self.interval
+        if start > now:
+            await asyncio.sleep(start - now)
+
+    def release(self) -> None:
+        if self._slots is not None:
+            self._slots.release()
+
+    def pause(self, seconds: float) -> None:
+        self.paused_until = max(self.paused_until, time.monotonic() + seconds)
+
+
+@dataclass
+class _Tally:
+    spent: float = 0.0
+    requests: int = 0
+    cache_hits: int = 0
+    rows: list[Call] = field(default_factory=list)
+
+
+class _Replayer:
+    def __init__(self, *, prices: PriceTable, cache: ResponseCache | None, use_cache: bool,
+                 retry: RetryPolicy, gates: dict[str, ProviderGate]) -> None:
+        self.prices = prices
+        self.cache = cache
+        self.use_cache = use_cache
+        self.retry = retry
+        self.gates = gates
+        self.tally = _Tally()
+
+    async def fetch(self, unit: Unit, request: PreparedRequest) -> tuple[ModelResponse, bool]:
+        """One round's response: from the cache, or from the provider with retries."""
+        if self.use_cache and self.cache is not None:
+            hit = self.cache.get(request)
+            if hit is not None:
+                self.tally.cache_hits += 1
+                return hit, True
+        gate = self.gates[unit.gate_key]
+        attempt = 0
+        while True:
+            await gate.acquire()
+            try:
+                self.tally.requests += 1
+                response = await unit.client.send(request)
+            except ModelCallError as err:
+                if not err.retryable or attempt >= self.retry.max_retries:
+                    raise
+                delay = self.retry.delay(attempt, err.retry_after)
+                if err.status == 429:
+                    gate.pause(delay)
+            else:
+                break
+            finally:
+                gate.release()
+            attempt += 1
+            await asyncio.sleep(delay)
+        cost = self.prices.cost(str(unit.model), response.input_tokens, response.output_tokens) or 0.0
+        self.tally.spent += cost
+        if self.cache is not None:
+            await asyncio.to_thread(self.cache.put, request, response)
+        return response, False
+
+    async def replay(self, unit: Unit) -> Call:
+        """Every round of one unit; a model error in round k fails the example as ``round k/n``."""
+        n = len(unit.requests)
+        responses: list[ModelResponse] = []
+        all_cached = True
+        for k, request in enumerate(unit.requests, start=1):
+            try:
+                response, cached = await self.fetch(unit, request)
+            except ModelCallError as err:
+                spent = Usage(input_tokens=sum(r.input_tokens for r in responses),
+                              output_tokens=sum(r.output_tokens for r in responses))
+                return Call(example_id=unit.example.id, role=unit.role, model=str(unit.model),  # type: ignore[arg-type]
+                            error=f"round {k}/{n}: {err}", usage=spent, rounds=k,
+                            cost_usd=self._cost(unit, spent), dropped_params=list(request.dropped_params))
+            all_cached = all_cached and cached
+            responses.append(response)
+        return self._row(unit, responses, all_cached)
+
+    def _cost(self, unit: Unit, usage: Usage) -> float:
+        return self.prices.cost(str(unit.model), usage.input_tokens, usage.output_tokens) or 0.0
+
+    def _row(self, unit: Unit, responses: list[ModelResponse], cached: bool) -> Call:
+        calls: list[ToolCall] = []
+        for k, response in enumerate(responses, start=1):
+            for call in response.tool_calls:
+                update: dict[str, Any] = {"sequence_index": len(calls)}
+                if unit.multi_round:
+                    update["round_index"] = k
+                calls.append(call.model_copy(update=update))
+        last = responses[-1]
+        refusal = last.refusal if last.refusal is not None else next(
+            (r.refusal for r in responses if r.refusal is not None), None)
+        trace = ToolTrace(calls=calls, final_text=last.text, refusal=refusal,
+                          round_count=len(responses) if unit.multi_round else None)
+        usage = Usage(input_tokens=sum(r.input_tokens for r in responses),
+                      output_tokens=sum(r.output_tokens for r in responses))
+        dropped = sorted({p for r in responses for p in r.dropped_params})
+        return Call(
+            example_id=unit.example.id, role=unit.role, model=str(unit.model),  # type: ignore[arg-type]
+            trace=trace, text=last.text, usage=usage, cost_usd=self._cost(unit, usage),
+            latency_ms=sum(r.latency_ms for r in responses), rounds=len(responses),
+            dropped_params=dropped, cached=cached,
+        )
+
+
+async def _append_rows(raw: Path, rows: list[Call]) -> None:
+    data = b"".join(orjson.dumps(r.model_dump(mode="json", exclude_none=True)) + b"\n" for r in rows)
+
+    def write() -> None:
+        with open(raw, "ab") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    await asyncio.to_thread(write)
+
+
+async def _execute(units: list[Unit], replayer: _Replayer, raw: Path, concurrency: int, bar: Any) -> None:
+    """Bounded workers replay units; a writer appends finished rows (batched, fsynced)."""
+    pending: asyncio.Queue[Call | None] = asyncio.Queue()
+    todo = iter(units)
+
+    async def worker() -> None:
+        for unit in todo:  # a shared iterator: each unit is taken by exactly one worker
+            pending.put_nowait(await replayer.replay(unit))
+
+    async def writer() -> None:
+        done = False
+        while not done:
+            batch = [await pending.get()]
+            while not pending.empty():
+                batch.append(pending.get_nowait())
+            rows = [r for r in batch if r is not None]
+            done = len(rows) < len(batch)
+            if rows:
+                await _append_rows(raw, rows)
+                replayer.tally.rows.extend(rows)
+                bar.update(len(rows))
+                bar.set_postfix_str(f"${replayer.tally.spent:.4f} spent", refresh=False)
+
+    writing = asyncio.create_task(writer())
     try:
-        response = client.complete(ref, initial_messages(example, template), tools, example.generation_config)
-    except EvalShiftError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a model error fails the example, not the run
-        return Call(example_id=example.id, role=role, model=str(ref), error=f"round 1/1: {type(exc).__name__}: {exc}")
-    calls = [c.model_copy(update={"sequence_index": i}) for i, c in enumerate(response.tool_calls)]
-    trace = ToolTrace(calls=calls, final_text=response.text, refusal=response.refusal)
-    return Call(
-        example_id=example.id,
-        role=role,
-        model=str(ref),
-        trace=trace,
-        text=response.text,
-        usage=Usage(input_tokens=response.input_tokens, output_tokens=response.output_tokens),
-        latency_ms=response.latency_ms,
-        dropped_params=response.dropped_params,
-    )
+        await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(units))))))
+    finally:
+        pending.put_nowait(None)
+        await writing
+        await asyncio.gather(*(c.aclose() for c in {id(u.client): u.client for u in units}.values()),
+                             return_exceptions=True)
+
+
+def _run_sync(coro: Any) -> Any:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    # Called from inside a running loop (a notebook): use a private loop on a worker thread.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def _progress(total: int, run_id: str, enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=f"replay {run_id}", unit="call", file=sys.stderr, disable=not enabled,
+                dynamic_ncols=True, leave=False)
 
 
 def run(
@@ -86,43 +424,124 @@ def run(
     providers: Mapping[str, Mapping[str, Any]] | None = None,
     template: str = DEFAULT_TEMPLATE,
     run_id: str | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    max_cost: float | None = None,
+    use_cache: bool = True,
+    progress: bool = True,
+    rate_limits: Mapping[str, float] | None = None,
+    prices: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    retry: RetryPolicy | None = None,
 ) -> RunResult:
-    """Replay ``examples`` through ``source`` and ``target``; write ``raw.jsonl`` and ``run.json``."""
+    """Replay ``examples`` through ``source`` and ``target``; write ``raw.jsonl`` and ``run.json``.
+
+    ``run_id`` of an existing run resumes it: rows already in its raw.jsonl are kept and only the
+    missing (example, role) pairs are replayed. ``max_cost`` (USD) refuses to start when the
+    pre-flight estimate is above it. ``use_cache=False`` bypasses the response cache for reads.
+    ``rate_limits`` maps a provider (or ``provider:NAME``) to requests per minute; a
+    ``providers:`` entry may also carry ``rpm`` and ``max_concurrency``.
+    """
+    if concurrency < 1:
+        raise ReplayError("concurrency must be at least 1")
+    refs = {"source": route(source), "target": route(target)}
+    out = run_dir_for(base, run_id) if run_id else None
+    resuming = out is not None and (out / "run.json").exists()
+    manifest: dict[str, Any]
+    if resuming:
+        assert out is not None
+        manifest = orjson.loads((out / "run.json").read_bytes())
+        if (manifest.get("source_model"), manifest.get("target_model")) != (str(refs["source"]), str(refs["target"])):
+            raise ReplayError(f"run {run_id} compared {manifest.get('source_model')} -> "
+                              f"{manifest.get('target_model')}; cannot resume it with {refs['source']} -> {refs['target']}")
+        stored = [e.id for _, e in ((n, Example.model_validate(r)) for n, r in iter_jsonl(out / "examples.jsonl"))]
+        if stored != [e.id for e in examples]:
+            raise ReplayError(f"run {run_id} was started on a different set of examples; start a new run instead")
+    done_rows = _read_rows(out / "raw.jsonl") if resuming and out is not None else []
+    done = {(c.example_id, c.role) for c in done_rows}
+
+    # Plan every request before any call: bad input fails here, and the pre-flight can price it.
+    clients: dict[str, BaseClient] = {}
+    gates: dict[str, ProviderGate] = {}
+    units: list[Unit] = []
+    tool_cache: dict[str, Any] = {}
+    for example in examples:
+        rounds = round_messages(example, template)
+        ref_key = example.toolset_ref or ""
+        if example.tools is None and ref_key in tool_cache:
+            tools = tool_cache[ref_key]
+        else:
+            tools = resolve_tools(example, base)
+            if example.tools is None:
+                tool_cache[ref_key] = tools
+        for role in ROLES:
+            if (example.id, role) in done:
+                continue
+            ref = refs[role]
+            key, settings = settings_for(ref, providers)
+            if key not in clients:
+                clients[key] = make_client(ref.provider, settings)
+                rpm = (rate_limits or {}).get(key, (rate_limits or {}).get(ref.provider, settings.get("rpm")))
+                gates[key] = ProviderGate(rpm=rpm, max_concurrency=settings.get("max_concurrency"))
+            client = clients[key]
+            requests = [client.prepare(ref, msgs, tools, example.generation_config) for msgs in rounds]
+            units.append(Unit(example, role, ref, client, key, requests, multi_round=len(rounds) > 1))
+
+    price_table = load_prices(base, prices)
+    cache = ResponseCache(base)
+    estimate, n_calls, unpriced = estimate_cost(units, price_table, cache if use_cache else None)
+    if max_cost is not None:
+        if unpriced:
+            raise ReplayError(f"cannot check --max-cost: no price for {', '.join(sorted(unpriced))}; add it to "
+                              f"{Path(base) / 'prices.json'} as {{\"provider:model\": {{\"input\": USD/1M, \"output\": USD/1M}}}}")
+        if estimate > max_cost:
+            raise ReplayError(f"estimated cost ${estimate:.2f} for {n_calls} model calls is above --max-cost "
+                              f"${max_cost:.2f}; nothing was sent")
+
     run_id = run_id or new_run_id()
     out = run_dir_for(base, run_id)
-    out.mkdir(parents=True, exist_ok=True)
-    manifest = {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": run_id,
-        "suite": suite_name,
-        "source_model": str(route(source)),
-        "target_model": str(route(target)),
-        "examples": len(examples),
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
-    atomic_write_json(out / "run.json", manifest)
-    (out / "examples.jsonl").write_bytes(b"")
-    append_jsonl(out / "examples.jsonl", (e.model_dump(mode="json", exclude_none=True) for e in examples))
-    clients: dict[str, Any] = {}
-    calls: list[Call] = []
     raw = out / "raw.jsonl"
-    raw.write_bytes(b"")
-    for example in examples:
-        rows = []
-        for role, model in (("source", source), ("target", target)):
-            provider = route(model).provider
-            if provider not in clients:
-                clients[provider] = make_client(provider, (providers or {}).get(provider))
-            rows.append(replay_example(clients[provider], model, example, base, role, template))
-        append_jsonl(raw, (c.model_dump(mode="json", exclude_none=True) for c in rows))
-        calls.extend(rows)
-    return RunResult(run_id=run_id, run_dir=out, calls=calls, manifest=manifest)
+    if not resuming:
+        out.mkdir(parents=True, exist_ok=True)
+        manifest = {
+            "schema_version": SCHEMA_VERSION,
+            "run_id": run_id,
+            "suite": suite_name,
+            "source_model": str(refs["source"]),
+            "target_model": str(refs["target"]),
+            "examples": len(examples),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        atomic_write_jsonl(out / "examples.jsonl", (e.model_dump(mode="json", exclude_none=True) for e in examples))
+        raw.write_bytes(b"")
+    manifest.update({"status": "running", "concurrency": concurrency, "estimated_cost_usd": round(estimate, 6),
+                     "unpriced_models": sorted(unpriced)})
+    if resuming:
+        manifest.setdefault("resumed", []).append(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    atomic_write_json(out / "run.json", manifest)
+
+    replayer = _Replayer(prices=price_table, cache=cache, use_cache=use_cache, retry=retry or RetryPolicy(),
+                         gates=gates)
+    bar = _progress(len(units), run_id, progress and bool(units))
+    try:
+        _run_sync(_execute(units, replayer, raw, concurrency, bar))
+    finally:
+        bar.close()
+
+    order = {(e.id, role): i * 2 + j for i, e in enumerate(examples) for j, role in enumerate(ROLES)}
+    calls = sorted([*done_rows, *replayer.tally.rows], key=lambda c: order.get((c.example_id, c.role), 0))
+    manifest.update({
+        "status": "complete",
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "cost_usd": round(sum(c.cost_usd for c in calls), 6),
+        "errors": sum(1 for c in calls if c.error),
+    })
+    atomic_write_json(out / "run.json", manifest)
+    return RunResult(run_id=run_id, run_dir=out, calls=calls, manifest=manifest, estimated_cost_usd=estimate,
+                     spent_usd=replayer.tally.spent, requests=replayer.tally.requests,
+                     cache_hits=replayer.tally.cache_hits, resumed_rows=len(done_rows))
 
 
 def load_run(base: str | os.PathLike[str], run_id: str) -> tuple[dict[str, Any], list[Example], list[Call]]:
     """Read a run's manifest, examples and Call rows back."""
-    import orjson
-
     out = run_dir_for(base, run_id)
     if not (out / "run.json").exists():
         raise RunNotFoundError(f"no run {run_id!r} under {Path(base) / 'runs'}")

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from ._rules import Reply, SimRequest
+from ._wire import call_id
 
 
 def _parse_arguments(raw: Any) -> Any:
@@ -55,7 +56,7 @@ def _tokens(text: str) -> int:
 
 
 def _call_id(n: int, seed: str) -> str:
-    return f"call_{abs(hash((seed, n))) % 10**12:012d}"
+    return call_id("call_", int(seed), n)
 
 
 def chat_completion(request: SimRequest, reply: Reply, request_no: int) -> dict[str, Any]:

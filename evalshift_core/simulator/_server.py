@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import orjson
 
-from . import _openai
+from . import _anthropic, _gemini, _openai, _responses
 from ._rules import ModelScript, Reply, SimRequest
-
-Route = Callable[["Simulator", str, dict[str, Any]], tuple[int, dict[str, str], bytes]]
 
 
 class Simulator:
     """Scripted models served on ``127.0.0.1`` in the providers' wire formats.
+
+    OpenAI Chat Completions and Responses, Anthropic Messages and Gemini generateContent /
+    streamGenerateContent, each as JSON or SSE. ``latency_s`` delays every answered request;
+    ``rate_limit_first=N`` answers the first N requests with ``error_status`` (429 by default)
+    and ``rate_limit_every=N`` every Nth, with a ``retry-after`` header when ``retry_after``
+    is set. ``sim.requests`` logs every request received (path, body, provider, model, status).
 
     >>> with Simulator(scripts) as sim:
     ...     client = openai.OpenAI(base_url=sim.openai_base_url, api_key="sim")
@@ -30,13 +34,21 @@ class Simulator:
         host: str = "127.0.0.1",
         port: int = 0,
         latency_s: float = 0.0,
+        rate_limit_first: int = 0,
+        rate_limit_every: int = 0,
+        retry_after: float | None = None,
+        error_status: int = 429,
     ) -> None:
         self.scripts = dict(scripts)
         self.latency_s = latency_s
+        self.rate_limit_first = rate_limit_first
+        self.rate_limit_every = rate_limit_every
+        self.retry_after = retry_after
+        self.error_status = error_status
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._count = 0
-        self._server = ThreadingHTTPServer((host, port), _make_handler(self))
+        self._server = _Server((host, port), _make_handler(self))
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -48,6 +60,16 @@ class Simulator:
     @property
     def openai_base_url(self) -> str:
         return self.base_url + "/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """For ``anthropic.Anthropic(base_url=...)`` / ``ANTHROPIC_BASE_URL`` (the SDK adds /v1)."""
+        return self.base_url
+
+    @property
+    def gemini_base_url(self) -> str:
+        """For ``HttpOptions(base_url=...)`` / ``GOOGLE_GEMINI_BASE_URL`` (the SDK adds /v1beta)."""
+        return self.base_url
 
     def start(self) -> Simulator:
         if self._thread is None:
@@ -74,41 +96,89 @@ class Simulator:
             raise KeyError(request.model)
         return script.respond(request)
 
-    def _record(self, path: str, body: dict[str, Any]) -> int:
+    def served(self, provider: str | None = None) -> list[dict[str, Any]]:
+        """Logged requests that got a 200, optionally for one provider."""
+        return [r for r in self.requests if r["status"] == 200 and (provider is None or r["provider"] == provider)]
+
+    def _record(self, path: str, body: dict[str, Any], provider: str | None, model: str | None) -> tuple[int, dict[str, Any], bool]:
         with self._lock:
             self._count += 1
-            self.requests.append({"path": path, "body": body})
-            return self._count
+            n = self._count
+            limited = n <= self.rate_limit_first or (self.rate_limit_every > 0 and n % self.rate_limit_every == 0)
+            entry = {"path": path, "body": body, "provider": provider, "model": model,
+                     "status": self.error_status if limited else 200}
+            self.requests.append(entry)
+            return n, entry, limited
 
     def handle(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
-        n = self._record(path, body)
+        route = path.split("?", 1)[0].rstrip("/")
+        gemini = _gemini.match_path(path)
+        if route.endswith("/chat/completions"):
+            provider, request = "openai", _openai.parse_chat_request(body)
+            stream = bool(body.get("stream"))
+            render, events = _openai.chat_completion, _openai.chat_completion_chunks
+        elif route.endswith("/responses"):
+            provider, request = "openai", _responses.parse_responses_request(body)
+            stream = bool(body.get("stream"))
+            render, events = _responses.response, _responses.response_events
+        elif route.endswith("/messages"):
+            provider, request = "anthropic", _anthropic.parse_messages_request(body)
+            stream = bool(body.get("stream"))
+            render, events = _anthropic.message, _anthropic.message_events
+        elif gemini is not None:
+            provider, request = "gemini", _gemini.parse_generate_request(gemini[0], body)
+            stream = gemini[1]
+            render, events = _gemini.generate_content, _gemini.generate_content_events
+        else:
+            self._record(path, body, None, None)[1]["status"] = 404
+            return _error("openai", 404, f"no route for {path}")
+        n, entry, limited = self._record(path, body, provider, request.model)
+        if limited:
+            headers = {}
+            if self.retry_after is not None:
+                headers["retry-after"] = f"{self.retry_after:g}"
+            status, err_headers, payload = _error(provider, self.error_status, "simulated rate limit")
+            return status, err_headers | headers, payload
         if self.latency_s:
             time.sleep(self.latency_s)
-        route = path.split("?", 1)[0].rstrip("/")
-        if route.endswith("/chat/completions"):
-            request = _openai.parse_chat_request(body)
-            try:
-                reply = self.respond(request)
-            except KeyError:
-                return _error(404, f"The model `{request.model}` does not exist", "model_not_found")
-            if body.get("stream"):
-                return 200, {"content-type": "text/event-stream"}, b"".join(
-                    _openai.chat_completion_chunks(request, reply, n)
-                )
-            return 200, {"content-type": "application/json"}, orjson.dumps(
-                _openai.chat_completion(request, reply, n)
-            )
-        return _error(404, f"no route for {path}", "not_found")
+        try:
+            reply = self.respond(request)
+        except KeyError:
+            entry["status"] = 404
+            return _error(provider, 404, f"The model `{request.model}` does not exist")
+        if stream:
+            return 200, {"content-type": "text/event-stream"}, b"".join(events(request, reply, n))
+        return 200, {"content-type": "application/json"}, orjson.dumps(render(request, reply, n))
 
 
-def _error(status: int, message: str, code: str) -> tuple[int, dict[str, str], bytes]:
-    body = {"error": {"message": message, "type": "invalid_request_error", "code": code}}
+class _Server(ThreadingHTTPServer):
+    # Many concurrent clients open connections at once; the default backlog of 5 drops some.
+    request_queue_size = 256
+
+
+_ERROR_TYPES = {404: ("not_found_error", "NOT_FOUND"), 429: ("rate_limit_error", "RESOURCE_EXHAUSTED"),
+                500: ("api_error", "INTERNAL"), 503: ("overloaded_error", "UNAVAILABLE"),
+                529: ("overloaded_error", "UNAVAILABLE")}
+
+
+def _error(provider: str, status: int, message: str) -> tuple[int, dict[str, str], bytes]:
+    """An error body in the provider's own shape."""
+    kind, google_status = _ERROR_TYPES.get(status, ("api_error", "UNKNOWN"))
+    if provider == "anthropic":
+        body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
+    elif provider == "gemini":
+        body = {"error": {"code": status, "message": message, "status": google_status}}
+    else:
+        body = {"error": {"message": message, "type": "invalid_request_error" if status < 429 else kind,
+                          "code": "model_not_found" if status == 404 else kind}}
     return status, {"content-type": "application/json"}, orjson.dumps(body)
 
 
 def _make_handler(sim: Simulator) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # headers and body go out as separate writes; Nagle would hold the body back ~40 ms
+        disable_nagle_algorithm = True
 
         def do_POST(self) -> None:  # noqa: N802 - http.server's naming
             length = int(self.headers.get("content-length") or 0)
@@ -116,7 +186,7 @@ def _make_handler(sim: Simulator) -> type[BaseHTTPRequestHandler]:
             try:
                 body = orjson.loads(raw) if raw else {}
             except orjson.JSONDecodeError:
-                status, headers, payload = _error(400, "request body is not JSON", "invalid_json")
+                status, headers, payload = _error("openai", 400, "request body is not JSON")
             else:
                 status, headers, payload = sim.handle(self.path, body)
             self.send_response(status)

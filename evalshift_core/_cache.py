@@ -1,0 +1,46 @@
+"""The response cache: one file per canonical request under ``<base>/cache/``.
+
+A repeated run of the same model on the same example (same messages, tools, settings) is free.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+
+from ._io import atomic_write_bytes
+from .clients import ModelResponse, PreparedRequest
+
+CACHE_VERSION = 1
+
+
+class ResponseCache:
+    """``<base>/cache/<2 hex>/<sha256>.json`` keyed by :meth:`PreparedRequest.cache_key`."""
+
+    def __init__(self, base: str | os.PathLike[str]) -> None:
+        self.root = Path(base) / "cache"
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def __contains__(self, request: PreparedRequest) -> bool:
+        return self._path(request.cache_key()).exists()
+
+    def get(self, request: PreparedRequest) -> ModelResponse | None:
+        path = self._path(request.cache_key())
+        try:
+            data = orjson.loads(path.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return None  # absent, or torn by a crash: treat as a miss and overwrite later
+        if data.get("cache_version") != CACHE_VERSION:
+            return None
+        response = ModelResponse.from_json(data["response"])
+        response.dropped_params = list(request.dropped_params)
+        return response
+
+    def put(self, request: PreparedRequest, response: ModelResponse) -> None:
+        record = {"cache_version": CACHE_VERSION, "provider": request.provider, "model": request.model,
+                  "endpoint": request.endpoint, "request": request.body, "response": response.to_json()}
+        atomic_write_bytes(self._path(request.cache_key()), orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS))
