@@ -15,7 +15,13 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/evalshift demo
 
-test: $(STAMP)
+# The report tests load report.html in Debian's headless Chromium (CI runs as root on a fresh machine).
+CHROMIUM := $(VENV)/.chromium
+$(CHROMIUM): $(STAMP)
+	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+	touch $(CHROMIUM)
+
+test: $(STAMP) $(CHROMIUM)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
