@@ -41,15 +41,24 @@ def init(
     enabled: bool | None = None,
     providers: Iterable[str] | None = None,
     sample_rate: float = 1.0,
-    redact: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    redact: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
     max_file_bytes: int | None = None,
     service_name: str | None = None,
+    otlp_endpoint: str | None = None,
+    otlp_headers: dict[str, str] | None = None,
 ) -> bool:
     """Start capturing; patch the installed provider SDKs. Idempotent; returns whether capture is on.
 
     ``enabled=None`` reads ``EVALSHIFT_CAPTURE``; ``capture_dir=None`` reads
     ``EVALSHIFT_CAPTURE_DIR``, else ``.evalshift/captures``. ``providers`` names the SDKs to
-    patch (default: every installed one); a provider named here that cannot be patched raises.
+    patch (``"openai"``, ``"anthropic"``, ``"google-genai"``; default: every installed one); a
+    provider named here that cannot be patched raises.
+
+    ``sample_rate`` keeps that fraction of turns (whole turns, never parts of one).
+    ``redact(attributes) -> attributes | None`` runs on each span's attributes on the export
+    thread before anything is written or sent (None drops the span). ``max_file_bytes`` rotates
+    capture files by size. ``otlp_endpoint`` (e.g. ``http://collector:4318``, needs
+    ``evalshift[otlp]``) also sends every span to an OpenTelemetry Collector over OTLP/HTTP.
     """
     from . import _runtime as rt_mod
     from .instrumentation import instrument
@@ -62,7 +71,9 @@ def init(
         if rt_mod.get_runtime() is not None:
             return True
         directory = os.fspath(capture_dir or os.environ.get("EVALSHIFT_CAPTURE_DIR") or DEFAULT_CAPTURE_DIR)
-        rt = _build_runtime(directory, sample_rate, redact, max_file_bytes, service_name)
+        rt = _build_runtime(
+            directory, sample_rate, redact, max_file_bytes, service_name, otlp_endpoint, otlp_headers
+        )
         rt_mod.set_runtime(rt)
         instrument(providers)
         global _atexit_registered
@@ -75,22 +86,30 @@ def init(
 def _build_runtime(
     directory: str,
     sample_rate: float,
-    redact: Callable[[dict[str, Any]], dict[str, Any]] | None,
+    redact: Callable[[dict[str, Any]], dict[str, Any] | None] | None,
     max_file_bytes: int | None,
     service_name: str | None,
+    otlp_endpoint: str | None = None,
+    otlp_headers: dict[str, str] | None = None,
 ) -> Any:
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     from . import _attributes as A
-    from ._exporter import DEFAULT_MAX_BYTES, JsonLinesSpanExporter, ToolsetStore
+    from ._exporter import (
+        DEFAULT_MAX_BYTES,
+        CaptureExporter,
+        JsonLinesSpanExporter,
+        ToolsetStore,
+        otlp_http_exporter,
+    )
     from ._runtime import Runtime
 
     toolsets = ToolsetStore()
-    exporter = JsonLinesSpanExporter(
-        directory, toolsets, max_bytes=max_file_bytes or DEFAULT_MAX_BYTES, redact=redact
-    )
+    files = JsonLinesSpanExporter(directory, toolsets, max_bytes=max_file_bytes or DEFAULT_MAX_BYTES)
+    otlp = otlp_http_exporter(otlp_endpoint, otlp_headers) if otlp_endpoint else None
+    exporter = CaptureExporter(files, otlp=otlp, redact=redact)
     resource = Resource.create({"service.name": service_name or "evalshift-captured-agent"})
     # Private provider: never registered globally, so the host's OpenTelemetry stays untouched.
     provider = TracerProvider(resource=resource)

@@ -10,6 +10,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,21 @@ def encode_request(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
     return {"resourceSpans": resource_spans}
 
 
+def _reinit_lock_after_fork(owner: Any) -> None:
+    """Give ``owner`` a fresh ``_lock`` in a forked child: a lock held by a parent thread at
+    fork time would otherwise stay held forever in the child."""
+    if not hasattr(os, "register_at_fork"):
+        return
+    ref = weakref.ref(owner)
+
+    def reinit() -> None:
+        obj = ref()
+        if obj is not None:
+            obj._lock = threading.Lock()
+
+    os.register_at_fork(after_in_child=reinit)
+
+
 class ToolsetStore:
     """Toolsets seen on the hot path, waiting for the exporter thread to write their sidecars."""
 
@@ -105,6 +121,7 @@ class ToolsetStore:
         self._pending: dict[str, list[dict[str, Any]]] = {}
         self._written: set[str] = set()
         self._lock = threading.Lock()
+        _reinit_lock_after_fork(self)
 
     def offer(self, ref: str, normalised: list[dict[str, Any]]) -> None:
         if ref in self._written or ref in self._pending:
@@ -138,13 +155,12 @@ class JsonLinesSpanExporter(SpanExporter):
         toolsets: ToolsetStore,
         *,
         max_bytes: int = DEFAULT_MAX_BYTES,
-        redact: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> None:
         self.directory = Path(directory)
         self.toolsets = toolsets
         self.max_bytes = max_bytes
-        self.redact = redact
         self._lock = threading.Lock()
+        _reinit_lock_after_fork(self)
         self._pid = -1
         self._path: Path | None = None
         self._seq = 0
@@ -186,8 +202,6 @@ class JsonLinesSpanExporter(SpanExporter):
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
             request = encode_request(spans)
-            if self.redact is not None:
-                request = self.redact(request)
             line = orjson.dumps(request) + b"\n"
             with self._lock:
                 self.directory.mkdir(parents=True, exist_ok=True)
@@ -206,3 +220,107 @@ class JsonLinesSpanExporter(SpanExporter):
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return True
+
+
+Redact = Callable[[dict[str, Any]], "dict[str, Any] | None"]
+
+
+def _with_attributes(span: ReadableSpan, attributes: dict[str, Any]) -> ReadableSpan:
+    return ReadableSpan(
+        name=span.name,
+        context=span.context,
+        parent=span.parent,
+        resource=span.resource,
+        attributes=attributes,
+        events=span.events,
+        links=span.links,
+        kind=span.kind,
+        status=span.status,
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )
+
+
+class CaptureExporter(SpanExporter):
+    """What the BatchSpanProcessor hands finished spans to, on its worker thread: the
+    ``redact`` hook first, then the capture files and, optionally, an OTLP/HTTP Collector.
+
+    ``redact`` gets each span's attributes (a copy; structured values are JSON text) and
+    returns the attributes to keep, or None to drop the span. If it raises, the batch is
+    dropped: an unredacted span never leaves memory.
+    """
+
+    def __init__(
+        self,
+        files: JsonLinesSpanExporter | None,
+        *,
+        otlp: SpanExporter | None = None,
+        redact: Redact | None = None,
+    ) -> None:
+        self.files = files
+        self.otlp = otlp
+        self.redact = redact
+        self._redact_failed_once = False
+
+    def _redacted(self, spans: Sequence[ReadableSpan]) -> list[ReadableSpan] | None:
+        if self.redact is None:
+            return list(spans)
+        out: list[ReadableSpan] = []
+        try:
+            for span in spans:
+                kept = self.redact(dict(span.attributes or {}))
+                if kept is not None:
+                    out.append(_with_attributes(span, dict(kept)))
+        except Exception as exc:  # noqa: BLE001 - the user's hook must not break export
+            if not self._redact_failed_once:
+                self._redact_failed_once = True
+                logger.warning("evalshift_sdk: redact hook failed, batch dropped: %s", exc)
+            return None
+        return out
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        kept = self._redacted(spans)
+        if kept is None:
+            return SpanExportResult.FAILURE
+        if not kept:
+            return SpanExportResult.SUCCESS
+        result = SpanExportResult.SUCCESS
+        for target in (self.files, self.otlp):
+            if target is None:
+                continue
+            try:
+                if target.export(kept) is not SpanExportResult.SUCCESS:
+                    result = SpanExportResult.FAILURE
+            except Exception as exc:  # noqa: BLE001 - an exporter must never raise into the SDK
+                logger.debug("evalshift_sdk: export failed: %s", exc)
+                result = SpanExportResult.FAILURE
+        return result
+
+    def shutdown(self) -> None:
+        for target in (self.files, self.otlp):
+            if target is not None:
+                try:
+                    target.shutdown()
+                except Exception:  # noqa: BLE001, S110 - shutting down is best effort
+                    pass
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+def otlp_http_exporter(endpoint: str, headers: dict[str, str] | None = None) -> SpanExporter:
+    """The official OTLP/HTTP (protobuf) exporter, from the ``evalshift[otlp]`` extra.
+
+    ``endpoint`` is the Collector's base URL (``http://host:4318``) or its full traces URL.
+    """
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    except ImportError as exc:
+        raise ImportError(
+            "OTLP/HTTP export needs the extra: pip install 'evalshift[otlp]'"
+        ) from exc
+    url = endpoint.rstrip("/")
+    if not url.endswith("/v1/traces"):
+        url += "/v1/traces"
+    return OTLPSpanExporter(endpoint=url, headers=headers)

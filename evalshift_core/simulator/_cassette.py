@@ -172,7 +172,7 @@ class CassetteServer:
     def start(self) -> CassetteServer:
         if self._thread is None:
             self._thread = threading.Thread(
-                target=self._server.serve_forever, name="evalshift-cassette", daemon=True
+                target=self._server.serve_forever, args=(0.05,), name="evalshift-cassette", daemon=True
             )
             self._thread.start()
         return self

@@ -1,0 +1,69 @@
+"""Helpers for the SDK tests: recorded fixtures' location, captured spans, clients on a server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from evalshift_core.simulator._cassette import CassetteServer
+
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
+API_KEY = "sk-test-SECRET-KEY-0123456789"
+
+_JSON_KEYS = {
+    "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions",
+    "evalshift.requested_tool_calls", "evalshift.generation_config", "evalshift.inputs",
+    "gen_ai.tool.call.arguments", "gen_ai.tool.call.result",
+}
+
+
+def _value(v: dict[str, Any]) -> Any:
+    if "arrayValue" in v:
+        return [_value(x) for x in v["arrayValue"].get("values", [])]
+    if "intValue" in v:
+        return int(v["intValue"])
+    return next(iter(v.values())) if v else None
+
+
+def read_spans(directory: Path) -> list[dict[str, Any]]:
+    """Every span under ``directory``, with ``attrs`` decoded (JSON attributes parsed)."""
+    out = []
+    for f in sorted(directory.glob("*.jsonl")):
+        for line in f.read_text().splitlines():
+            if not line:
+                continue
+            for rs in json.loads(line)["resourceSpans"]:
+                for ss in rs["scopeSpans"]:
+                    for s in ss["spans"]:
+                        attrs = {}
+                        for kv in s["attributes"]:
+                            value = _value(kv["value"])
+                            if kv["key"] in _JSON_KEYS and isinstance(value, str):
+                                value = json.loads(value)
+                            attrs[kv["key"]] = value
+                        s["attrs"] = attrs
+                        s["file"] = f.name
+                        out.append(s)
+    out.sort(key=lambda s: int(s["startTimeUnixNano"]))
+    return out
+
+
+def openai_client(server: CassetteServer, *, aio: bool = False) -> Any:
+    import openai
+
+    cls = openai.AsyncOpenAI if aio else openai.OpenAI
+    return cls(base_url=server.openai_base_url, api_key=API_KEY, max_retries=0)
+
+
+def anthropic_client(server: CassetteServer, *, aio: bool = False) -> Any:
+    import anthropic
+
+    cls = anthropic.AsyncAnthropic if aio else anthropic.Anthropic
+    return cls(base_url=server.base_url, api_key=API_KEY, max_retries=0)
+
+
+def genai_client(server: CassetteServer) -> Any:
+    from google import genai
+
+    return genai.Client(api_key=API_KEY, http_options={"base_url": server.base_url, "api_version": "v1beta"})
