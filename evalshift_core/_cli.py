@@ -394,10 +394,11 @@ def run(suite_name: str | None, suite_file: str | None, source: str | None, targ
 
 
 def _evaluate(base: str, run_id: str, cfg: Any) -> tuple[Path, Any, Path]:
-    """Score a finished run: the evaluators' own ``evaluate`` when present, else the compare step."""
+    """Score a finished run, analyse it and write its report (the compare steps after replay)."""
     from . import _compare, _run
 
     manifest, examples, calls = _run.load_run(base, run_id)
+    progress(f"evaluating run {run_id} ({len(examples)} examples) ...")
     run_dir = _run.run_dir_for(base, run_id)
     analysis, report_path = _compare.evaluate_and_report(run_dir, manifest, examples, calls, cfg)
     return run_dir, analysis, report_path
@@ -418,7 +419,6 @@ def evaluate(run_id: str, config_path: str | None, base: str, fail_on_regression
       evalshift evaluate 20260101-120000-ab12cd --fail-on-regression --junit evalshift.xml
     """
     cfg = _config(config_path)
-    progress(f"evaluating run {run_id} ...")
     run_dir, analysis, report_path = _evaluate(base, run_id, cfg)
     finish_verdict(verdict_payload(run_id, run_dir, analysis, report_path), as_json=as_json, junit=junit,
                    fail_on_regression=fail_on_regression, alpha=cfg.migration_policy.alpha)

@@ -36,6 +36,7 @@ class ExtractedTool:
     tool: Tool
     variable: str
     line: int
+    index: int = 0
 
 
 @dataclass
@@ -203,7 +204,7 @@ def extract_tools(source: str, *, file: str = "<python>") -> list[ExtractedTool]
                 msg = exc.errors()[0]["msg"] if hasattr(exc, "errors") else str(exc)
                 raise ConfigError(str(msg).removeprefix("Value error, "), file=file, line=line_of(el.value),
                                   field=where) from None
-            found.append(ExtractedTool(tool=tool, variable=variable, line=line_of(el.value)))
+            found.append(ExtractedTool(tool=tool, variable=variable, line=line_of(el.value), index=i))
     return found
 
 
@@ -218,9 +219,9 @@ def dedupe(found: Sequence[ExtractedTool], *, file: str) -> list[Tool]:
             out.append(item.tool)
         elif prior.tool.canonical() != item.tool.canonical():
             raise ConfigError(
-                f"two different tools are named {item.tool.name!r} (the other is {prior.variable} at line "
-                f"{prior.line}); nothing was written",
-                file=file, line=item.line, field=item.variable,
+                f"two different tools are named {item.tool.name!r} (the other is {prior.variable}[{prior.index}] "
+                f"at line {prior.line}); nothing was written",
+                file=file, line=item.line, field=f"{item.variable}[{item.index}]",
             )
     return out
 

@@ -1,0 +1,88 @@
+"""evalshift.yaml validation: every error names the file, the line and the field."""
+
+from __future__ import annotations
+
+import pytest
+
+from evalshift_core._config import load_config, parse_config
+from evalshift_core._exceptions import ConfigError
+from evalshift_core._init import render_template
+
+
+def _error(text: str) -> str:
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, file="evalshift.yaml")
+    return str(info.value)
+
+
+def test_typo_in_a_prompt_key_names_line_field_and_nearest_key():
+    text = "version: 1\nprompts:\n  - id: replay\n    contnet: '{input}'\n"
+    assert _error(text) == ("evalshift.yaml:4: prompts[0].contnet: unknown key 'contnet'; "
+                            "did you mean 'content'?")
+
+
+def test_typo_in_a_top_level_key():
+    assert _error("version: 1\n\ndefualts:\n  source_model: gpt-4o\n").startswith(
+        "evalshift.yaml:3: defualts: unknown key 'defualts'; did you mean 'defaults'?")
+
+
+def test_typo_in_migration_policy_key():
+    msg = _error("migration_policy:\n  max_tool_argument_drif: 0.01\n")
+    assert msg.startswith("evalshift.yaml:2: migration_policy.max_tool_argument_drif: unknown key")
+    assert "did you mean 'max_tool_argument_drift'?" in msg
+
+
+def test_unknown_evaluator_type_is_an_error_not_silence():
+    """Issue: "unknown evaluator types are errors, not silence"."""
+    text = "evaluators:\n  tool_selection:\n    - name: a\n  tool_selecton:\n    - name: b\n"
+    msg = _error(text)
+    assert msg.startswith("evalshift.yaml:4: evaluators.tool_selecton: unknown evaluator type 'tool_selecton'")
+    assert "did you mean 'tool_selection'?" in msg
+
+
+def test_bad_evaluator_option_points_at_its_instance():
+    text = "evaluators:\n  tool_selection:\n    - name: routing\n      conformance: expectd\n"
+    msg = _error(text)
+    assert msg.startswith("evalshift.yaml:")
+    assert "expectd" in msg and "evaluators.tool_selection" in msg
+
+
+def test_wrong_type_names_the_field_and_line():
+    assert _error("version: 1\nprompts:\n  - id: replay\n    variables: 3\n").startswith(
+        "evalshift.yaml:4: prompts[0].variables: ")
+
+
+def test_missing_prompt_id():
+    assert _error("prompts:\n  - content: '{input}'\n") == "evalshift.yaml:2: prompts[0].id: required key is missing"
+
+
+def test_unroutable_default_model():
+    assert "cannot tell which provider" in _error("defaults:\n  target_model: mystery-model\n")
+
+
+def test_content_using_an_undeclared_variable():
+    assert "{ticket}" in _error("prompts:\n  - id: a\n    content: '{ticket}'\n    variables: [input]\n")
+
+
+def test_yaml_syntax_error_has_a_line():
+    assert _error("version: 1\nprompts:\n  - id: [unclosed\n").startswith("evalshift.yaml:")
+
+
+def test_newer_version_is_refused():
+    assert "newer" in _error("version: 2\n")
+
+
+def test_unknown_provider_suggests():
+    assert "did you mean 'openai'?" in _error("providers:\n  opneai: {base_url: http://x}\n")
+
+
+def test_missing_default_file_means_defaults(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert load_config().prompts[0].id == "replay"
+    with pytest.raises(ConfigError, match="file not found"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_the_init_template_is_valid():
+    cfg = parse_config(render_template())
+    assert cfg.template_for("any-prompt-id") == "{input}"

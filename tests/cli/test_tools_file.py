@@ -1,0 +1,83 @@
+"""Tool files at a prompt's tools_path: YAML or JSON, flat or {"tools": [...]}, shapes mixed (seed 000)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evalshift_core._config import Config, Prompt
+from evalshift_core._exceptions import ConfigError
+from evalshift_core._models import Example
+from evalshift_core._tools_file import apply_prompt_tools, load_tools_file
+
+ANTHROPIC_YAML = """\
+# Anthropic-shape
+- name: issue_refund
+  description: Issue a refund on an existing order.
+  input_schema:
+    type: object
+    properties:
+      order_id:   {type: string}
+      amount_usd: {type: number}
+    required: [order_id, amount_usd]
+  strict: true      # optional
+"""
+
+OPENAI_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "issue_refund",
+        "description": "Issue a refund on an existing order.",
+        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"},
+                                                        "amount_usd": {"type": "number"}},
+                       "required": ["order_id", "amount_usd"]},
+        "strict": True,
+    },
+}
+
+
+def test_anthropic_yaml_and_openai_json_are_the_same_toolset(tmp_path):
+    """Seed 001: "# OpenAI-shape (equivalent)" — both shapes name the same toolset."""
+    (tmp_path / "a.yaml").write_text(ANTHROPIC_YAML)
+    (tmp_path / "o.json").write_text(json.dumps({"tools": [OPENAI_TOOL]}))
+    a, o = load_tools_file(tmp_path / "a.yaml"), load_tools_file(tmp_path / "o.json")
+    assert a.canonical() == o.canonical()
+    assert a.ref == o.ref
+    assert a.tools[0].strict is True
+
+
+def test_shapes_mix_freely_in_one_file(tmp_path):
+    lookup = {"name": "lookup_order", "input_schema": {"type": "object", "properties": {"order_id": {"type": "string"}}}}
+    (tmp_path / "mixed.json").write_text(json.dumps([lookup, OPENAI_TOOL]))
+    assert [t.name for t in load_tools_file(tmp_path / "mixed.json").tools] == ["lookup_order", "issue_refund"]
+
+
+def test_a_bad_tool_names_file_line_and_field(tmp_path):
+    (tmp_path / "bad.yaml").write_text("tools:\n  - name: ok\n  - description: no name here\n")
+    with pytest.raises(ConfigError) as info:
+        load_tools_file(tmp_path / "bad.yaml")
+    assert str(info.value).startswith(f"{tmp_path / 'bad.yaml'}:3: tools[1]: ")
+
+
+def test_invalid_json_has_a_line(tmp_path):
+    (tmp_path / "bad.json").write_text('[\n  {"name": "a"},\n  {"name": }\n]\n')
+    with pytest.raises(ConfigError, match=r"bad\.json:3: not valid JSON"):
+        load_tools_file(tmp_path / "bad.json")
+
+
+def test_different_tools_sharing_a_name_are_refused(tmp_path):
+    (tmp_path / "dup.yaml").write_text("- name: a\n  description: one\n- name: a\n  description: two\n")
+    with pytest.raises(ConfigError, match="two different tools are named 'a'"):
+        load_tools_file(tmp_path / "dup.yaml")
+
+
+def test_prompt_tools_fill_only_examples_without_a_toolset(tmp_path):
+    """Seed 000: "A prompt becomes an agent prompt when its tools_path is set"; an example's own
+    toolset_ref or tools ([] included) still wins (seed 001)."""
+    (tmp_path / "tools.yaml").write_text(ANTHROPIC_YAML)
+    cfg = Config(prompts=[Prompt(id="replay", tools_path="tools.yaml")])
+    examples = [Example(id="bare"), Example(id="none", tools=[]), Example(id="ref", toolset_ref="sha256:ab")]
+    out = apply_prompt_tools(examples, cfg, config_dir=tmp_path)
+    assert [t.name for t in out[0].tools] == ["issue_refund"]
+    assert out[1].tools == [] and out[2].tools is None and out[2].toolset_ref == "sha256:ab"
