@@ -48,7 +48,8 @@ def evaluate_and_report(
     scores = evaluate_run(examples, calls, config.evaluators)
     atomic_write_jsonl(run_dir / "scores.jsonl", (s.model_dump(mode="json") for s in scores))
     floors = {(ev.type_name, ev.name): ev.severity_floor for ev in build_evaluators(config.evaluators)}
-    analysis = analyze(scores, alpha=config.migration_policy.alpha, severity_floors=floors)
+    # Examples carry the clusters (source trace, tags) the standard errors are corrected for.
+    analysis = analyze(scores, policy=config.migration_policy, examples=examples, severity_floors=floors)
     atomic_write_json(run_dir / "analysis.json", analysis.model_dump(mode="json"))
     report_path = write_report(run_dir, build_report(analysis, examples, calls, manifest))
     return analysis, report_path
