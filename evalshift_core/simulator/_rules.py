@@ -52,6 +52,8 @@ class Reply:
     text: str | None = None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     refusal: str | None = None
+    error: dict[str, Any] | None = None
+    """``{status, message}``: answer with an HTTP error in the provider's shape instead."""
 
 
 @dataclass
@@ -99,6 +101,7 @@ class Rule:
                 for c in reply.get("tool_calls", [])
             ],
             refusal=fill(reply.get("refusal")),
+            error=dict(reply["error"]) if reply.get("error") else None,
         )
 
 

@@ -73,7 +73,7 @@ class Simulator:
 
     def start(self) -> Simulator:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._server.serve_forever, name="evalshift-simulator", daemon=True)
+            self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="evalshift-simulator", daemon=True)
             self._thread.start()
         return self
 
@@ -146,6 +146,9 @@ class Simulator:
         except KeyError:
             entry["status"] = 404
             return _error(provider, 404, f"The model `{request.model}` does not exist")
+        if reply.error is not None:
+            entry["status"] = int(reply.error.get("status", 400))
+            return _error(provider, entry["status"], str(reply.error.get("message", "scripted error")))
         if stream:
             return 200, {"content-type": "text/event-stream"}, b"".join(events(request, reply, n))
         return 200, {"content-type": "application/json"}, orjson.dumps(render(request, reply, n))

@@ -1,0 +1,179 @@
+"""run() under pressure: 429 storms, 5xx, the response cache, the cost pre-flight, resume after SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from evalshift_core import Example, ReplayError, run
+from evalshift_core._run import RetryPolicy
+from evalshift_core.simulator import Simulator, load_scripts
+
+SCRIPTS = {
+    "base": [{"when": {"user_matches": "refund"}, "reply": {"tool_calls": [{"name": "lookup_order", "arguments": {"order_id": "A1"}}]}},
+             {"when": {}, "reply": {"text": "ok"}}],
+    "cand": [{"when": {}, "reply": {"text": "sure"}}],
+}
+SCRIPTS |= {f"gemini-{k}": v for k, v in SCRIPTS.items()}
+TOOLS = [{"name": "lookup_order", "input_schema": {"type": "object", "properties": {"order_id": {"type": "string"}}}}]
+FAST_RETRY = RetryPolicy(max_retries=8, base_s=0.005, max_s=0.05)
+
+
+def examples(n: int) -> list[Example]:
+    return [Example(id=f"ex{i:03d}", inputs={"input": f"please refund order {i}"}, tools=TOOLS) for i in range(n)]
+
+
+def all_providers(sim: Simulator) -> dict:
+    return {"openai": {"base_url": sim.openai_base_url, "api_key": "k"},
+            "anthropic": {"base_url": sim.anthropic_base_url, "api_key": "k"},
+            "gemini": {"base_url": sim.gemini_base_url, "api_key": "k"}}
+
+
+@pytest.mark.parametrize(("source", "target"), [("openai:base", "anthropic:cand"), ("gemini:gemini-base", "openai:cand")])
+def test_a_429_storm_completes_with_every_row_measured(tmp_path, source, target):
+    """The first 12 requests are refused with retry-after; every example still completes."""
+    with Simulator(load_scripts(SCRIPTS), rate_limit_first=12, retry_after=0.02) as sim:
+        result = run(examples(6), source=source, target=target, base=tmp_path, providers=all_providers(sim),
+                     concurrency=4, progress=False, retry=FAST_RETRY)
+        statuses = Counter(r["status"] for r in sim.requests)
+    assert statuses == {429: 12, 200: 12}
+    assert len(result.calls) == 12 and all(c.error is None and c.trace is not None for c in result.calls)
+    assert result.requests == 24
+
+
+def test_retry_after_is_honoured(tmp_path):
+    """A 429 with retry-after: 0.3 holds the provider back at least that long."""
+    with Simulator(load_scripts(SCRIPTS), rate_limit_first=1, retry_after=0.3) as sim:
+        t0 = time.perf_counter()
+        run(examples(1), source="openai:base", target="openai:cand", base=tmp_path, providers=all_providers(sim),
+            concurrency=1, progress=False, retry=FAST_RETRY)
+        assert time.perf_counter() - t0 >= 0.3
+
+
+def test_5xx_is_retried_with_backoff_then_gives_up_as_a_round_error(tmp_path):
+    with Simulator(load_scripts(SCRIPTS), rate_limit_every=1, error_status=503) as sim:
+        result = run(examples(1), source="anthropic:base", target="anthropic:cand", base=tmp_path,
+                     providers=all_providers(sim), progress=False, retry=RetryPolicy(max_retries=2, base_s=0.001))
+        assert len(sim.requests) == 6  # 1 try + 2 retries, per model
+    assert all(c.error is not None and c.error.startswith("round 1/1: ") and "503" in c.error for c in result.calls)
+
+
+def test_a_cached_rerun_makes_zero_requests(tmp_path):
+    """A repeated run of the same model on the same example is free; use_cache=False bypasses it."""
+    with Simulator(load_scripts(SCRIPTS)) as sim:
+        first = run(examples(5), source="gemini:gemini-base", target="anthropic:cand", base=tmp_path,
+                    providers=all_providers(sim), progress=False)
+        sent = len(sim.requests)
+        assert sent == 10
+        second = run(examples(5), source="gemini:gemini-base", target="anthropic:cand", base=tmp_path,
+                     providers=all_providers(sim), progress=False)
+        assert len(sim.requests) == sent
+        assert second.requests == 0 and second.cache_hits == 10 and second.estimated_cost_usd == 0
+        assert all(c.cached for c in second.calls) and not any(c.cached for c in first.calls)
+        assert [c.trace for c in second.calls] == [c.trace for c in first.calls]
+        run(examples(5), source="gemini:gemini-base", target="anthropic:cand", base=tmp_path,
+            providers=all_providers(sim), progress=False, use_cache=False)
+        assert len(sim.requests) == sent + 10
+
+
+def test_cost_preflight_counts_one_call_per_replayed_round_and_refuses_above_max_cost(tmp_path):
+    """seed 001: 'The cost pre-flight counts one call per replayed round.'"""
+    # Output priced at $1 per token and input free: each call is estimated at exactly $256.
+    prices = {"openai:base": {"input": 0, "output": 1_000_000}, "openai:cand": {"input": 0, "output": 1_000_000}}
+    three_rounds = Example(
+        id="mr", inputs={"input": "refund"}, tools=TOOLS,
+        expected_tool_rounds=[[{"tool_name": "lookup_order"}], [{"tool_name": "lookup_order"}]],
+        tool_result_fixtures=[[{"tool_name": "lookup_order", "result": "ok"}],
+                              [{"tool_name": "lookup_order", "result": "ok"}]],
+    )
+    with Simulator(load_scripts(SCRIPTS)) as sim:
+        with pytest.raises(ReplayError, match=r"\$1536.00 for 6 model calls is above --max-cost"):
+            run([three_rounds], source="openai:base", target="openai:cand", base=tmp_path,
+                providers=all_providers(sim), prices=prices, max_cost=1535.99, progress=False)
+        assert sim.requests == [] and not (tmp_path / "runs").exists()
+        result = run([three_rounds], source="openai:base", target="openai:cand", base=tmp_path,
+                     providers=all_providers(sim), prices=prices, max_cost=1536, progress=False)
+        assert result.estimated_cost_usd == pytest.approx(1536) and len(sim.requests) == 6
+
+
+def test_max_cost_needs_a_price_for_every_model(tmp_path):
+    with pytest.raises(ReplayError, match="no price for openai:base"):
+        run(examples(1), source="openai:base", target="openai:gpt-4o", base=tmp_path, max_cost=1.0, progress=False)
+
+
+def test_price_table_file_under_base_overrides_the_shipped_one(tmp_path):
+    from evalshift_core._pricing import load_prices
+
+    assert load_prices(tmp_path).lookup("openai:gpt-4o-2024-08-06").input == 2.5
+    assert load_prices(tmp_path).lookup("openai:gpt-4o-mini-2024-07-18").input == 0.15
+    (tmp_path / "prices.json").write_text(json.dumps({"openai:gpt-4o": {"input": 9, "output": 9}}))
+    assert load_prices(tmp_path).lookup("openai:gpt-4o-2024-08-06").input == 9
+
+
+_CHILD = textwrap.dedent(
+    """
+    import sys
+    from evalshift_core import Example, run
+    url, base, run_id = sys.argv[1:4]
+    tools = [{"name": "lookup_order", "input_schema": {"type": "object"}}]
+    examples = [Example(id=f"ex{i:03d}", inputs={"input": f"please refund order {i}"}, tools=tools) for i in range(40)]
+    run(examples, source="openai:base", target="openai:cand", base=base, run_id=run_id, concurrency=2,
+        providers={"openai": {"base_url": url, "api_key": "k"}}, progress=False)
+    """
+)
+
+
+def test_a_run_killed_with_sigkill_resumes_without_duplicates(tmp_path):
+    """An interrupted run resumes where it stopped: no duplicate rows, no finished row redone."""
+    raw = tmp_path / "runs" / "r1" / "raw.jsonl"
+    with Simulator(load_scripts(SCRIPTS), latency_s=0.05) as sim:
+        child = subprocess.Popen([sys.executable, "-c", _CHILD, sim.openai_base_url, str(tmp_path), "r1"],
+                                 env=os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and child.poll() is None:
+            if raw.exists() and raw.read_bytes().count(b"\n") >= 10:
+                break
+            time.sleep(0.01)
+        assert child.poll() is None, "the child finished before it could be killed"
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        before = [json.loads(line) for line in raw.read_bytes().splitlines()]
+        assert 10 <= len(before) < 80
+        # simulate a torn write as well: half a line with no newline
+        with open(raw, "ab") as fh:
+            fh.write(b'{"example_id": "ex039", "role": "sou')
+        served_before = len(sim.served())
+        result = run(examples_40(), source="openai:base", target="openai:cand", base=tmp_path, run_id="r1",
+                     providers=all_providers(sim), progress=False)
+        resent = len(sim.served()) - served_before
+    rows = [json.loads(line) for line in raw.read_bytes().splitlines()]
+    keys = [(r["example_id"], r["role"]) for r in rows]
+    assert len(keys) == len(set(keys)) == 80
+    assert result.resumed_rows == len(before)
+    # only the missing rows were replayed (a request the child finished but never wrote may be cached)
+    assert resent + result.cache_hits == 80 - len(before)
+    manifest = json.loads((tmp_path / "runs" / "r1" / "run.json").read_text())
+    assert manifest["status"] == "complete" and len(manifest["resumed"]) == 1
+
+
+def examples_40() -> list[Example]:
+    tools = [{"name": "lookup_order", "input_schema": {"type": "object"}}]
+    return [Example(id=f"ex{i:03d}", inputs={"input": f"please refund order {i}"}, tools=tools) for i in range(40)]
+
+
+def test_resume_refuses_other_models(tmp_path):
+    with Simulator(load_scripts(SCRIPTS)) as sim:
+        run(examples(1), source="openai:base", target="openai:cand", base=tmp_path, run_id="r",
+            providers=all_providers(sim), progress=False)
+        with pytest.raises(ReplayError, match="cannot resume"):
+            run(examples(1), source="openai:base", target="openai:base", base=tmp_path, run_id="r",
+                providers=all_providers(sim), progress=False)
