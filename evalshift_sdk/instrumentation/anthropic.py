@@ -141,12 +141,15 @@ def finish_kwargs(message: Any) -> dict[str, Any]:
 
 def _finish(call: ModelCall, response: Any) -> None:
     if hasattr(response, "http_response"):
-        if type(response).__name__ != "LegacyAPIResponse":
-            call.abandon()  # with_streaming_response: the body is the host's to read
-            return
-        response = response.parse()  # cached by the SDK: the host gets the same object
-        if not hasattr(response, "content"):
+        # with_raw_response: the body is already read and parse() is cached by the SDK, so
+        # the host gets the same object; with_streaming_response ("stream") is left unread.
+        mode = response.http_response.request.headers.get(_RAW_HEADER)
+        if mode == "stream" or response.http_response.is_stream_consumed is False:
             call.abandon()
+            return
+        response = response.parse()
+        if not hasattr(response, "content"):
+            call.abandon()  # a raw stream: reading it would take it from the host
             return
     call.finish(**finish_kwargs(response))
 

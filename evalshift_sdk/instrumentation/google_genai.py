@@ -140,7 +140,10 @@ def tools_of(instance: Any, config: Any) -> tuple[list[dict[str, Any]] | None, l
 def generation_config_of(config: Any) -> dict[str, Any]:
     if config is None:
         return {}
-    raw = config if isinstance(config, Mapping) else _dump(config)
+    if isinstance(config, Mapping):
+        raw = config
+    else:  # callables in tools do not serialise; the toolset is recorded apart anyway
+        raw = config.model_dump(mode="json", exclude_none=True, exclude=set(_NOT_GENERATION))
     out: dict[str, Any] = {}
     for key, value in raw.items():
         if key in _NOT_GENERATION or value is None:

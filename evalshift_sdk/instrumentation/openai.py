@@ -196,7 +196,8 @@ def _unwrap_raw(response: Any) -> Any:
     same object), or None when the body is a stream we must not read."""
     if not hasattr(response, "http_response"):
         return response
-    if type(response).__name__ == "LegacyAPIResponse":
+    mode = response.http_response.request.headers.get(_RAW_HEADER)
+    if mode != "stream":
         parsed = response.parse()
         if hasattr(parsed, "response") and hasattr(parsed, "__iter__"):
             return None  # a raw stream: reading it would take it from the host
