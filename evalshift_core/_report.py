@@ -18,7 +18,6 @@ import webbrowser
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +107,7 @@ def tools_called(source: Call | None, target: Call | None) -> list[str]:
 def trace_diff(source: ToolTrace | None, target: ToolTrace | None) -> list[dict[str, Any]]:
     """Side-by-side diff of two traces, aligned on tool names per round.
 
-    Each item is ``{op, source, target, text}`` (op: same, changed, removed, added); on a
+    Each item is ``{op, source, target, text}`` (op: same, changed, replaced, removed, added); on a
     multi-round pair it also has ``round`` and its text starts with ``Round k:``.
     """
     multi = _is_multi_round(source, target)
@@ -123,9 +122,11 @@ def trace_diff(source: ToolTrace | None, target: ToolTrace | None) -> list[dict[
                 for a, b in zip(src[i1:i2], tgt[j1:j2]):
                     pairs.append(("same" if a.arguments == b.arguments else "changed", a, b))
                 continue
+            # A replaced stretch is shown pairwise (one slot, two different calls), the rest alone.
             left, right = src[i1:i2], tgt[j1:j2]
-            pairs.extend(("removed", a, None) for a in left)
-            pairs.extend(("added", None, b) for b in right)
+            pairs.extend(("replaced", a, b) for a, b in zip(left, right))
+            pairs.extend(("removed", a, None) for a in left[len(right):])
+            pairs.extend(("added", None, b) for b in right[len(left):])
         if not pairs:
             pairs.append(("same", None, None))
         for op, a, b in pairs:
@@ -170,27 +171,51 @@ def text_diff(source: str | None, target: str | None) -> list[list[str]]:
 def field_explanations(metadata: Mapping[str, Any]) -> list[str]:
     """``tool.field: source → target`` for every field tool_arguments scored below 1.
 
-    Values are JSON-rendered so a type change (``12.0 → "12"``) is visible; a field present on
-    one side only reads ``(absent)``. Per-round fields are prefixed ``Round k:``.
+    Values are JSON-rendered so a type change (``12.0 → "12"``) is visible; the side named by a
+    field's ``missing`` reads ``(absent)``; under ``against: expected`` the expected value follows.
+    A field with a ``round`` (multi-round pairs) is prefixed ``Round k:``.
     """
     out: list[str] = []
-    sources: list[tuple[str, Any]] = [("", metadata.get("fields"))]
+    entries: list[tuple[Any, Any]] = [(None, f) for f in metadata.get("fields") or []]
     for r in metadata.get("rounds") or []:
         if isinstance(r, Mapping):
-            sources.append((f"Round {r.get('round')}: ", r.get("fields")))
-    for prefix, fields in sources:
-        for f in fields or []:
-            if not isinstance(f, Mapping):
-                continue
-            score = f.get("score")
-            if isinstance(score, (int, float)) and score >= 1.0:
-                continue
-            name = f"{f['tool']}.{f.get('field')}" if f.get("tool") else str(f.get("field"))
-            src = _json_text(f["source"]) if "source" in f else "(absent)"
-            tgt = _json_text(f["target"]) if "target" in f else "(absent)"
-            label = f" [{f['label']}]" if f.get("label") else ""
-            out.append(f"{prefix}{name}: {_cap(src, _ARGS_CAP)} → {_cap(tgt, _ARGS_CAP)}{label}")
+            entries.extend((r.get("round"), f) for f in r.get("fields") or [])
+    for round_k, f in entries:
+        if not isinstance(f, Mapping):
+            continue
+        score = f.get("score")
+        if isinstance(score, (int, float)) and score >= 1.0:
+            continue
+        k = f.get("round", round_k)
+        prefix = f"Round {k}: " if k is not None else ""
+        name = f"{f['tool']}.{f.get('field')}" if f.get("tool") else str(f.get("field"))
+        missing = f.get("missing")
+
+        def shown(side: str, f: Mapping[str, Any] = f, missing: Any = missing) -> str:
+            if missing == side or side not in f:
+                return "(absent)"
+            return _cap(_json_text(f[side]), _ARGS_CAP) or ""
+
+        line = f"{prefix}{name}: {shown('source')} → {shown('target')}"
+        if "expected" in f:
+            line += f" (expected {shown('expected')})"
+        if f.get("label"):
+            line += f" [{f['label']}]"
+        out.append(line)
     return out
+
+
+def _notes(metadata: Mapping[str, Any]) -> list[str]:
+    """An evaluator's own explanation of a score (``reason``, ``missing_calls``), per round too."""
+    notes = []
+    rounds = [(None, metadata)] + [(r.get("round"), r) for r in metadata.get("rounds") or [] if isinstance(r, Mapping)]
+    for k, md in rounds:
+        prefix = f"Round {k}: " if k is not None else ""
+        if md.get("reason") and not md.get("skipped"):
+            notes.append(f"{prefix}{md['reason']}")
+        if md.get("missing_calls"):
+            notes.append(f"{prefix}missing calls: {', '.join(map(str, md['missing_calls']))}")
+    return list(dict.fromkeys(notes))
 
 
 def _expected_lines(metadata: Mapping[str, Any]) -> list[str]:
@@ -337,6 +362,8 @@ def build_report(
                 entry["expected"] = expected
             if fields := field_explanations(md):
                 entry["fields"] = fields
+            if notes := _notes(md):
+                entry["notes"] = notes
             regs.append(entry)
         row: dict[str, Any] = {
             "example_id": ex.id,
@@ -364,7 +391,10 @@ def build_report(
         rows.append(row)
     rows.sort(key=lambda r: -_severity_rank(r["severity"]) if r["regressions"] else 1)
     dropped = sorted({p for c in calls for p in c.dropped_params})
-    label_counts = Counter(lab for r in a.get("regressions") or [] for lab in r.get("labels") or [])
+    # The chart agrees with the labels table: the analysis's counts when it has them.
+    label_counts = Counter({
+        k: int(v.get("count") or 0) for k, v in (a.get("labels") or {}).items() if isinstance(v, Mapping)
+    }) or Counter(lab for r in a.get("regressions") or [] for lab in r.get("labels") or [])
     analysis_out = {k: v for k, v in a.items() if k != "regressions"}
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
@@ -394,7 +424,8 @@ def build_report(
 
 @cache
 def _asset(name: str) -> str:
-    return (resources.files("evalshift_core") / "templates" / name).read_text(encoding="utf-8")
+    # Next to this module, as package data; importlib.resources trips over editable installs.
+    return (Path(__file__).resolve().parent / "templates" / name).read_text(encoding="utf-8")
 
 
 def _csp_hash(source: str) -> str:
@@ -635,8 +666,16 @@ def render_html(report: Mapping[str, Any]) -> str:
 
 
 def write_report(run_dir: str | os.PathLike[str], report: Mapping[str, Any]) -> Path:
-    """Write ``report.json`` and ``report.html`` into ``run_dir``; returns the HTML path."""
+    """Write ``report.json`` and ``report.html`` into ``run_dir``; returns the HTML path.
+
+    A report built without scores gets its score distributions from ``run_dir/scores.jsonl``.
+    """
     out = Path(run_dir)
+    charts = report.get("charts") or {}
+    if charts.get("distributions") is None and (out / "scores.jsonl").exists():
+        # compare() writes scores.jsonl just before the report, so the distributions are on disk.
+        scores = (row for _, row in iter_jsonl(out / "scores.jsonl", what="score row"))
+        report = {**report, "charts": {**charts, "distributions": _distributions(scores)}}
     atomic_write_json(out / "report.json", report)
     path = out / "report.html"
     atomic_write_bytes(path, render_html(report).encode("utf-8"))

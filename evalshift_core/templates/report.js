@@ -66,7 +66,7 @@
     return box;
   }
 
-  var OP_MARK = { same: "=", changed: "~ changed", removed: "− removed", added: "+ added" };
+  var OP_MARK = { same: "=", changed: "~ arguments", replaced: "≠ other tool", removed: "− removed", added: "+ added" };
 
   function traceDiff(items) {
     var table = el("table", "diff");
@@ -116,6 +116,7 @@
       add(part, el("h4", null, title));
       if (reg.expected) part.appendChild(plainList("Expected", reg.expected));
       if (reg.fields) part.appendChild(plainList("Fields", reg.fields, "fields"));
+      if (reg.notes) part.appendChild(plainList("Notes", reg.notes));
     });
     if (row.trace_diff) {
       var t = add(box, el("div"));

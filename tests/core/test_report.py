@@ -110,22 +110,37 @@ def test_trace_diff_aligns_calls_and_marks_changed_arguments():
 
 
 def test_field_explanations_json_render_values_so_type_changes_show():
-    """Issue: per-field explanations (`amount_usd: 12.0 → "12"`)."""
-    md = {"fields": [
+    """Issue: per-field explanations (`amount_usd: 12.0 → "12"`), in tool_arguments' metadata shape."""
+    md = {"against": "source", "fields": [
         {"tool": "issue_refund", "field": "amount_usd", "source": 12.0, "target": "12", "score": 0.0,
          "label": "ARGUMENT_VALUE_DRIFT"},
         {"tool": "issue_refund", "field": "order_id", "source": "A1", "target": "A1", "score": 1.0},
-        {"tool": "issue_refund", "field": "reason", "source": "late", "score": 0.5},
+        {"tool": "issue_refund", "field": "reason", "source": "late", "target": None, "score": 0.5,
+         "missing": "target", "label": "ARGUMENT_VALUE_DRIFT"},
+        {"tool": "issue_refund", "field": "note", "source": None, "target": None, "score": 0.0},
     ]}
     assert field_explanations(md) == [
         'issue_refund.amount_usd: 12.0 → "12" [ARGUMENT_VALUE_DRIFT]',
-        'issue_refund.reason: "late" → (absent)',
+        'issue_refund.reason: "late" → (absent) [ARGUMENT_VALUE_DRIFT]',
+        "issue_refund.note: null → null",
     ]
 
 
-def test_field_explanations_on_multi_round_pairs_name_the_round():
-    md = {"rounds": [{"round": 2, "fields": [{"tool": "t", "field": "f", "source": 1, "target": 2, "score": 0.0}]}]}
-    assert field_explanations(md) == ["Round 2: t.f: 1 → 2"]
+def test_field_explanations_against_expected_show_the_expected_value_and_the_round():
+    md = {"against": "expected", "rounds": [{"round": 2, "source_score": 1.0, "target_score": 0.0}], "fields": [
+        {"tool": "t", "field": "f", "expected": 1, "source": 1, "target": 2, "score": 0.0, "round": 2,
+         "source_field_score": 1.0},
+    ]}
+    assert field_explanations(md) == ["Round 2: t.f: 1 → 2 (expected 1)"]
+
+
+def test_evaluator_reasons_and_missing_calls_become_notes():
+    ex = Example(id="e1")
+    md = {"against": "source", "fields": [], "reason": "no matched calls between source and target",
+          "missing_calls": ["lookup_order"]}
+    reg = _regression("e1", evaluator="tool_arguments", name="args", side=None, metadata=md)
+    row = build_report(_analysis([reg]), [ex], [], MANIFEST)["examples"][0]
+    assert row["regressions"][0]["notes"] == ["no matched calls between source and target", "missing calls: lookup_order"]
 
 
 def test_text_evaluator_regression_gets_a_text_diff_and_tool_regression_a_trace_diff():
@@ -263,3 +278,16 @@ def test_compact_html_names_the_verdict_and_escapes_everything():
     assert "EvalShift verdict: FAIL" in out
     assert "<script>" not in out and "&lt;script&gt;" in out and "&lt;b&gt;" in out
     assert "<code>TOOL_SELECTION_DRIFT</code> × 3" in out
+
+
+def test_write_report_reads_distributions_from_the_run_scores_when_built_without_them(tmp_path):
+    """compare() builds the report without scores; the run's scores.jsonl is already on disk."""
+    atomic_write_jsonl(tmp_path / "scores.jsonl", [
+        {"example_id": "e1", "evaluator": "tool_selection", "name": "r", "side": None, "source_score": 1.0,
+         "target_score": 0.0, "skipped": False, "labels": [], "metadata": {}},
+    ])
+    report = build_report(_analysis([]), [Example(id="e1")], [], MANIFEST)
+    assert report["charts"]["distributions"] is None
+    write_report(tmp_path, report)
+    dist = orjson.loads((tmp_path / "report.json").read_bytes())["charts"]["distributions"]
+    assert dist[0]["source"][9] == 1 and dist[0]["target"][0] == 1

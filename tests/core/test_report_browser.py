@@ -111,11 +111,13 @@ def _payload_run() -> tuple[list[Example], list[Call], dict, list[dict]]:
          "metadata": {"expected": ["notify_security_team"], "source": ["notify_security_team"], "target": ["lookup_order"]}},
         {"example_id": "ex-refund", "evaluator": "tool_arguments", "name": "args", "side": None,
          "source_score": 1.0, "target_score": 0.25, "labels": ["ARGUMENT_VALUE_DRIFT"], "tools": ["issue_refund"],
-         "metadata": {"rounds": [
-             {"round": 1, "fields": [{"tool": "issue_refund", "field": "amount_usd", "source": 12.0, "target": "12",
-                                      "score": 0.0, "label": "ARGUMENT_VALUE_DRIFT"}]},
-             {"round": 2, "fields": [{"tool": "issue_refund", "field": IMG, "source": SCRIPT, "score": 0.5}]},
-         ]}},
+         "metadata": {"against": "source", "tools": ["issue_refund"], "fields": [
+             {"tool": "issue_refund", "field": "amount_usd", "source": 12.0, "target": "12", "score": 0.0,
+              "label": "ARGUMENT_VALUE_DRIFT", "round": 1},
+             {"tool": "issue_refund", "field": IMG, "source": SCRIPT, "target": None, "missing": "target",
+              "score": 0.5, "round": 2},
+         ], "rounds": [{"round": 1, "source_score": 1.0, "target_score": 0.0},
+                       {"round": 2, "source_score": 1.0, "target_score": 0.5, "reason": IMG_SQ}]}},
         {"example_id": "ex-text", "evaluator": "semantic", "name": "quality", "side": None,
          "source_score": 0.9, "target_score": 0.4, "labels": [], "tools": [], "metadata": {}},
     ]
