@@ -130,12 +130,12 @@ def _compare(
     se_cl = clustered_standard_error(d, clusters) if shared and clusters is not None else None
     regressed = [r for r in measured if r.target_score < r.source_score]
     affected = int(np.sum(d <= -MATERIAL_DROP + 1e-12))
-    flagged = regressed or [r for r in measured if regression_labels(r)]
+    flagged = [r for r in measured if r.target_score < r.source_score or regression_labels(r)]
     difference = float(d.mean())
     severity = None
     if flagged:
         severity = at_least(severity_of(difference, affected / n), floor)
-        for r in measured:
+        for r in flagged:
             severity = at_least(severity, _min_severity(r))
     result = ComparisonResult(
         n=n,
@@ -431,8 +431,9 @@ def analyze(
             "Benjamini-Hochberg)"
         ] + notes
 
+    # model_construct: every value below comes from validated records; a large suite lists many.
     regressions = [
-        Regression(
+        Regression.model_construct(
             example_id=r.example_id, evaluator=g.result.evaluator, name=g.result.name,
             side=g.result.side, source_score=r.source_score, target_score=r.target_score,
             labels=list(r.labels), tools=tools_of(r),

@@ -8,6 +8,11 @@ concentration ``k``; small ``k`` means examples are mostly easy or mostly hard f
 which is what makes a paired design pay). The source calls the right tools with probability
 ``p_i``; the target with ``p_i * (1 - drop / a)``, so its expected accuracy is ``a - drop``. An
 A/A suite is ``drop = 0``: the target drawn from the source's distribution, independently.
+
+The default ``k = 1`` makes two independent runs of the same model disagree on about 13% of the
+examples — more churn than tool routing usually shows, so the power it yields is not flattering.
+With no example-level correlation at all (``k`` very large) a paired design has nothing to pair
+on; ``benchmarks/analysis_validity.py`` prints the power across ``k``.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ def simulate_tool_selection(
     n_examples: int,
     drop: float = 0.0,
     accuracy: float = 0.85,
-    concentration: float = 2.0,
+    concentration: float = 1.0,
     rng: np.random.Generator,
 ) -> tuple[np.ndarray, np.ndarray]:
     """0/1 tool-selection scores ``(source, target)``, each of shape ``(n_suites, n_examples)``."""

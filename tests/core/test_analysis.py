@@ -127,6 +127,10 @@ def test_refusal_regression_is_at_least_high():
     a = analyze(rows)
     assert a.comparisons[0].severity == "high"
     assert a.regressions[0].severity == "high" and a.labels["REFUSAL_REGRESSION"].count == 1
+    # A refusal flagged on a row whose scores did not move still raises the comparison.
+    mixed = [sel(i, 1.0, 0.0 if i == 0 else 1.0) for i in range(200)]
+    mixed.append(sel(200, 1.0, 1.0, labels=["REFUSAL_REGRESSION"]))
+    assert analyze(mixed).comparisons[0].severity == "high"
 
 
 def test_broken_eval_harness_row():
