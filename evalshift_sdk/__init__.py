@@ -113,7 +113,11 @@ def _build_runtime(
     resource = Resource.create({"service.name": service_name or "evalshift-captured-agent"})
     # Private provider: never registered globally, so the host's OpenTelemetry stays untouched.
     provider = TracerProvider(resource=resource)
-    provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=1000))
+    # A queue deep enough that bursts from many threads are not dropped before the worker
+    # thread (which does all the file I/O) catches up.
+    provider.add_span_processor(
+        BatchSpanProcessor(exporter, schedule_delay_millis=1000, max_queue_size=16384, max_export_batch_size=1024)
+    )
     tracer = provider.get_tracer(A.SCOPE_NAME, __version__)
     return Runtime(
         tracer=tracer,

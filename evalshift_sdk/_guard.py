@@ -9,8 +9,6 @@ from __future__ import annotations
 import logging
 import os
 import traceback
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 logger = logging.getLogger("evalshift_sdk")
 _seen: set[str] = set()
@@ -20,19 +18,32 @@ def _raise_internal() -> bool:
     return os.environ.get("EVALSHIFT_RAISE_INTERNAL") == "1"
 
 
-@contextmanager
-def capture_internal_exceptions(site: str) -> Iterator[None]:
-    """Run SDK bookkeeping; log (once per ``site``) and swallow whatever it raises."""
-    try:
-        yield
-    except Exception as exc:  # noqa: BLE001 - the whole point is to catch everything
+class capture_internal_exceptions:  # noqa: N801 - used like a function: ``with capture_internal_exceptions(site):``
+    """Run SDK bookkeeping; log (once per ``site``) and swallow whatever it raises.
+
+    A class rather than a ``@contextmanager`` generator: it sits on every model call's hot
+    path, several times, and a plain ``__enter__``/``__exit__`` pair is a few times cheaper.
+    """
+
+    __slots__ = ("site",)
+
+    def __init__(self, site: str) -> None:
+        self.site = site
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> bool:
+        if exc is None or not isinstance(exc, Exception):
+            return False
         if _raise_internal():
-            raise
+            return False
+        site = self.site
         if site not in _seen:
             _seen.add(site)
             logger.warning(
-                "evalshift_sdk: internal error in %s (capture skipped, host unaffected): %s\n%s",
+                "evalshift_sdk: internal error in %s (capture skipped, host unaffected): %s",
                 site,
-                exc,
                 "".join(traceback.format_exception_only(type(exc), exc)).strip(),
             )
+        return True

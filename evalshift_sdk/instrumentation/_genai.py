@@ -15,6 +15,8 @@ from typing import Any
 
 import orjson
 import wrapt
+from opentelemetry.context import Context
+from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from .. import _attributes as A
 from .._guard import capture_internal_exceptions
@@ -146,14 +148,10 @@ class ModelCall:
         if turn is not None:
             context = turn.context
         else:
-            from opentelemetry.context import Context
-
             # A call outside any turn is a turn of its own; never a child of the host's spans.
             context = Context()
             attrs[A.IMPLICIT_TURN] = True
         name = f"chat {model}" if model else "chat"
-        from opentelemetry.trace import SpanKind
-
         span = rt.tracer.start_span(name, context=context, kind=SpanKind.CLIENT, attributes=attrs)
         return cls(span, turn, time.perf_counter())
 
@@ -176,24 +174,26 @@ class ModelCall:
         self.ended = True
         span = self.span
         try:
-            span.set_attribute(A.LATENCY_MS, round((time.perf_counter() - self.t0) * 1000.0, 3))
+            attrs: dict[str, Any] = {
+                A.LATENCY_MS: round((time.perf_counter() - self.t0) * 1000.0, 3),
+                A.REQUESTED_TOOL_CALLS: dumps(tool_calls),
+            }
             if response_model:
-                span.set_attribute(A.RESPONSE_MODEL, str(response_model))
+                attrs[A.RESPONSE_MODEL] = str(response_model)
             if response_id:
-                span.set_attribute(A.RESPONSE_ID, str(response_id))
+                attrs[A.RESPONSE_ID] = str(response_id)
             if finish_reasons:
-                span.set_attribute(A.FINISH_REASONS, [str(r) for r in finish_reasons])
+                attrs[A.FINISH_REASONS] = [str(r) for r in finish_reasons]
             if input_tokens is not None:
-                span.set_attribute(A.INPUT_TOKENS, int(input_tokens))
+                attrs[A.INPUT_TOKENS] = int(input_tokens)
             if output_tokens is not None:
-                span.set_attribute(A.OUTPUT_TOKENS, int(output_tokens))
+                attrs[A.OUTPUT_TOKENS] = int(output_tokens)
             if text:
-                span.set_attribute(A.OUTPUT_TEXT, text)
+                attrs[A.OUTPUT_TEXT] = text
             if refusal:
-                span.set_attribute(A.REFUSAL, refusal)
+                attrs[A.REFUSAL] = refusal
             if incomplete:
-                span.set_attribute(A.STREAM_INCOMPLETE, True)
-            span.set_attribute(A.REQUESTED_TOOL_CALLS, dumps(tool_calls))
+                attrs[A.STREAM_INCOMPLETE] = True
             parts: list[dict[str, Any]] = []
             if text:
                 parts.append(text_part(text))
@@ -204,7 +204,8 @@ class ModelCall:
             message: dict[str, Any] = {"role": "assistant", "parts": parts}
             if finish_reasons:
                 message["finish_reason"] = finish_reasons[0]
-            span.set_attribute(A.OUTPUT_MESSAGES, dumps([message]))
+            attrs[A.OUTPUT_MESSAGES] = dumps([message])
+            span.set_attributes(attrs)
             if self.turn is not None and tool_calls:
                 self.turn.add_requested(tool_calls)
         finally:
@@ -217,8 +218,6 @@ class ModelCall:
             return
         self.ended = True
         try:
-            from opentelemetry.trace import Status, StatusCode
-
             self.span.set_attribute(A.LATENCY_MS, round((time.perf_counter() - self.t0) * 1000.0, 3))
             self.span.set_attribute(A.ERROR_TYPE, type(exc).__qualname__)
             self.span.set_status(Status(StatusCode.ERROR, str(exc)[:500]))

@@ -67,3 +67,51 @@ def genai_client(server: CassetteServer) -> Any:
     from google import genai
 
     return genai.Client(api_key=API_KEY, http_options={"base_url": server.base_url, "api_version": "v1beta"})
+
+
+TOOL_CALL_COMPLETION = {
+    "id": "chatcmpl-1",
+    "object": "chat.completion",
+    "created": 1,
+    "model": "gpt-4o-mini",
+    "choices": [
+        {
+            "index": 0,
+            "finish_reason": "tool_calls",
+            "message": {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "lookup_order", "arguments": '{"order_id":"A1"}'}}
+                ],
+            },
+        }
+    ],
+    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+}
+
+
+def in_process_openai(*, aio: bool = False, echo: bool = False) -> Any:
+    """A real openai client over an in-process transport (no sockets). With ``echo`` the
+    first tool call's arguments carry the request's last user message, so a test can check
+    that each response's span sits in the turn that sent it."""
+    import httpx2
+    import openai
+
+    def reply(request: Any) -> Any:
+        body = dict(TOOL_CALL_COMPLETION)
+        if echo:
+            sent = json.loads(request.content)["messages"][-1]["content"]
+            body = json.loads(json.dumps(TOOL_CALL_COMPLETION))
+            body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = json.dumps({"order_id": sent})
+        return httpx2.Response(200, headers={"content-type": "application/json"}, content=json.dumps(body).encode())
+
+    if aio:
+
+        async def areply(request: Any) -> Any:
+            return reply(request)
+
+        http = httpx2.AsyncClient(transport=httpx2.MockTransport(areply))
+        return openai.AsyncOpenAI(api_key=API_KEY, base_url="http://in-process/v1", http_client=http, max_retries=0)
+    http = httpx2.Client(transport=httpx2.MockTransport(reply))
+    return openai.OpenAI(api_key=API_KEY, base_url="http://in-process/v1", http_client=http, max_retries=0)
