@@ -1,48 +1,162 @@
 """Ingest: OTLP/JSON span lines become captures, one agent turn each, events in order.
 
-Reads what ``evalshift_sdk`` writes and what an OpenTelemetry Collector's file exporter writes.
+Reads what ``evalshift_sdk`` writes and what an OpenTelemetry Collector's file exporter writes
+(plain or gzip, hex or base64 ids), streaming: a turn is emitted as soon as its root span ends.
+
+Spans arrive in the order they end, so a turn's children precede its root; a turn is complete
+when its root arrives. Spans whose root has not arrived yet stay pending (across files, rotations
+and, through the sync state, across syncs): memory is bounded by the open turns, not the file.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import gzip
 import os
-from collections.abc import Iterable, Iterator
+import re
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, Field
 
 from evalshift_sdk import _attributes as A
 
-from ._io import iter_jsonl
+from . import _ingest_genai as genai
+from ._io import open_maybe_gzip
 
-_JSON_ATTRS = {
-    A.INPUT_MESSAGES, A.OUTPUT_MESSAGES, A.SYSTEM_INSTRUCTIONS, A.TOOL_DEFINITIONS,
-    A.REQUESTED_TOOL_CALLS, A.GENERATION_CONFIG, A.INPUTS, A.TOOL_CALL_ARGUMENTS, A.TOOL_CALL_RESULT,
-}
+Warn = Callable[[str], None]
+
+_MODEL_OPERATIONS = frozenset({A.OP_CHAT, "generate_content", "text_completion"})
+_CAPTURE_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz")
+# OTLP SpanFlags: bit 8 says whether the parent's remoteness is known, bit 9 that it is remote.
+_REMOTE_PARENT = 0x300
 
 
-class Capture(BaseModel):
+class Span:
+    """One span as read: the OTLP/JSON span object, its scope and ``file:line``.
+
+    Attributes are decoded on first use, and JSON-encoded attribute text stays text until a
+    reader asks for it: most spans of a big sync are never looked at that closely.
+    """
+
+    __slots__ = ("raw", "scope", "source", "trace_id", "parent_span_id", "_attrs")
+
+    def __init__(self, raw: dict[str, Any], scope: str, source: str) -> None:
+        self.raw = raw
+        self.scope = scope
+        self.source = source
+        self.trace_id = _id(raw.get("traceId"), 32)
+        self.parent_span_id = _id(raw.get("parentSpanId"), 16) or None
+        self._attrs: dict[str, Any] | None = None
+
+    @property
+    def span_id(self) -> str:
+        return _id(self.raw.get("spanId"), 16)
+
+    @property
+    def name(self) -> str:
+        return self.raw.get("name", "")
+
+    @property
+    def start(self) -> int:
+        return int(self.raw.get("startTimeUnixNano") or 0)
+
+    @property
+    def end(self) -> int:
+        return int(self.raw.get("endTimeUnixNano") or 0)
+
+    @property
+    def status(self) -> int:
+        code = (self.raw.get("status") or {}).get("code", 0)
+        if isinstance(code, str):  # protobuf-JSON enum names
+            return {"STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}.get(code, 0)
+        return int(code)
+
+    @property
+    def status_message(self) -> str | None:
+        return (self.raw.get("status") or {}).get("message")
+
+    @property
+    def flags(self) -> int:
+        return int(self.raw.get("flags") or 0)
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        if self._attrs is None:
+            self._attrs = decode_attributes(self.raw.get("attributes"))
+        return self._attrs
+
+    @property
+    def operation(self) -> Any:
+        return self.attrs.get(A.OPERATION)
+
+    def to_json(self) -> list[Any]:
+        return [self.raw, self.scope, self.source]
+
+    @classmethod
+    def from_json(cls, row: list[Any]) -> Span:
+        return cls(row[0], row[1], row[2])
+
+
+@dataclass
+class Capture:
     """One captured agent turn in the capture event schema."""
 
     trace_id: str
-    """Trace id of the turn's root span."""
+    """Trace id of the turn."""
+    root_span_id: str = ""
+    """Span id of the turn's root span."""
+    root_is_trace_root: bool = True
+    """False when the turn's root has a parent (a host span, or a remote caller)."""
     prompt_id: str | None = None
-    """The ``turn(prompt_id=...)`` given, if any."""
+    """The ``turn(prompt_id=...)`` given, if any (another instrumentation's agent name)."""
     inputs: dict[str, Any] | None = None
     """The ``turn(inputs=...)`` given, if any."""
-    tags: list[str] = Field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
     """The ``turn(tags=...)`` given."""
     start_time_unix_nano: int = 0
     """When the turn started."""
-    events: list[dict[str, Any]] = Field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
     """``model_call`` / ``tool_call`` / ``tool_result`` events in order."""
     source: str | None = None
     """``file:line`` of the root span."""
+    toolsets: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """Toolsets built from another instrumentation's recorded tool definitions, by ref."""
+    notes: list[str] = field(default_factory=list)
+    """What another instrumentation's spans did not record (said once per turn)."""
+    raw_messages: dict[int, Any] = field(default_factory=dict, repr=False)
+    """Input messages of later rounds, still JSON text, when the builder skipped decoding them."""
+
+    def messages_of(self, event: dict[str, Any]) -> list[dict[str, Any]]:
+        """A model call's input messages, decoding them now if the builder deferred it."""
+        if event.get("messages") is not None:
+            return event["messages"]
+        raw = self.raw_messages.get(event.get("round_index", 0))
+        if isinstance(raw, (str, bytes)):
+            try:
+                value = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                return []
+            return value if isinstance(value, list) else []
+        return []
 
     def model_calls(self) -> list[dict[str, Any]]:
         return [e for e in self.events if e["type"] == "model_call"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "trace_id": self.trace_id, "root_span_id": self.root_span_id, "prompt_id": self.prompt_id,
+            "inputs": self.inputs, "tags": self.tags, "start_time_unix_nano": self.start_time_unix_nano,
+            "events": self.events, "source": self.source,
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Decoding OTLP/JSON
 
 
 def _value(v: dict[str, Any]) -> Any:
@@ -50,137 +164,360 @@ def _value(v: dict[str, Any]) -> Any:
         return v["stringValue"]
     if "intValue" in v:
         return int(v["intValue"])
-    if "doubleValue" in v:
-        return float(v["doubleValue"])
     if "boolValue" in v:
         return bool(v["boolValue"])
+    if "doubleValue" in v:
+        return float(v["doubleValue"])
     if "arrayValue" in v:
-        return [_value(x) for x in v["arrayValue"].get("values", [])]
+        return [_value(x) for x in (v["arrayValue"] or {}).get("values", ())]
     if "kvlistValue" in v:
-        return {kv["key"]: _value(kv.get("value", {})) for kv in v["kvlistValue"].get("values", [])}
+        return {kv["key"]: _value(kv.get("value") or {}) for kv in (v["kvlistValue"] or {}).get("values", ())}
+    if "bytesValue" in v:
+        return v["bytesValue"]
     return None
 
 
 def decode_attributes(attrs: Iterable[dict[str, Any]] | None) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for kv in attrs or []:
-        key = kv.get("key")
-        value = _value(kv.get("value") or {})
-        if key in _JSON_ATTRS and isinstance(value, str):
-            try:
-                value = orjson.loads(value)
-            except orjson.JSONDecodeError:
-                pass
-        out[key] = value
+    """OTLP/JSON ``KeyValue`` list -> dict; JSON-encoded attribute text is left as text."""
+    if not attrs:
+        return {}
+    try:
+        return {kv["key"]: v["stringValue"] if "stringValue" in (v := kv["value"]) else _value(v)
+                for kv in attrs}
+    except (KeyError, TypeError):  # a KeyValue without value, or not a dict: decode defensively
+        out: dict[str, Any] = {}
+        for kv in attrs:
+            if isinstance(kv, dict):
+                v = kv.get("value") or {}
+                out[kv.get("key")] = _value(v) if isinstance(v, dict) else None
+        return out
+
+
+def json_attr(attrs: dict[str, Any], key: str) -> Any:
+    """An attribute holding JSON text, decoded; text that is not JSON is returned as is."""
+    value = attrs.get(key)
+    if isinstance(value, (str, bytes)):
+        try:
+            return orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return value
+    return value
+
+
+def _id(raw: Any, hex_len: int) -> str:
+    """A trace/span id as hex; protobuf-JSON's base64 ids (24 / 12 characters) are converted."""
+    if not raw:
+        return ""
+    if len(raw) == hex_len:
+        return raw
+    try:
+        return base64.b64decode(raw, validate=True).hex()
+    except (binascii.Error, ValueError, TypeError):
+        return str(raw)
+
+
+def spans_of_request(request: Any, source: str) -> list[Span]:
+    """Every span of one ``ExportTraceServiceRequest``; raises ValueError on a wrong shape."""
+    if not isinstance(request, dict):
+        raise ValueError("expected a JSON object with resourceSpans")
+    out: list[Span] = []
+    for rs in request.get("resourceSpans") or ():
+        for ss in rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or ():
+            scope_obj = ss.get("scope") or ss.get("instrumentationLibrary") or {}
+            scope = scope_obj.get("name", "")
+            out.extend(Span(sp, scope, source) for sp in ss.get("spans") or ())
     return out
 
 
-def iter_spans(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """Every span of an OTLP/JSON lines file, flattened, with ``attrs`` decoded."""
-    for lineno, request in iter_jsonl(path, what="OTLP/JSON line"):
-        for rs in request.get("resourceSpans", []):
-            for ss in rs.get("scopeSpans", []):
-                for span in ss.get("spans", []):
-                    yield {
-                        "trace_id": span.get("traceId", ""),
-                        "span_id": span.get("spanId", ""),
-                        "parent_span_id": span.get("parentSpanId") or None,
-                        "name": span.get("name", ""),
-                        "start": int(span.get("startTimeUnixNano", 0) or 0),
-                        "end": int(span.get("endTimeUnixNano", 0) or 0),
-                        "status": (span.get("status") or {}).get("code", 0),
-                        "status_message": (span.get("status") or {}).get("message"),
-                        "attrs": decode_attributes(span.get("attributes")),
-                        "source": f"{path}:{lineno}",
-                    }
+# ---------------------------------------------------------------------------------------------
+# Reading files, incrementally
+
+
+@dataclass
+class FilePosition:
+    """How far a capture file has been read: whole lines only."""
+
+    offset: int = 0
+    """Bytes consumed (uncompressed bytes for a gzip file)."""
+    line: int = 0
+    """Lines consumed."""
+    inode: int | None = None
+    """The file's inode when it was read, to notice a file replaced under the same name."""
+    examples: int = 0
+    """Examples promoted from turns whose root span this file held (sync bookkeeping)."""
+    suites: list[str] = field(default_factory=list)
+    """Suites those examples went to."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"offset": self.offset, "line": self.line, "inode": self.inode,
+                "examples": self.examples, "suites": sorted(self.suites)}
+
+
+def _rotation_key(path: Path) -> tuple[str, int, str]:
+    # spans-<stamp>-<pid>.jsonl, then .1.jsonl, .2.jsonl ...: the base file comes first.
+    m = re.match(r"^(.*?)(?:\.(\d+))?(\.jsonl?(?:\.gz)?)$", path.name)
+    if not m:
+        return (path.name, 0, "")
+    return (m.group(1), int(m.group(2) or 0), m.group(3))
 
 
 def capture_files(capture_dir: str | os.PathLike[str]) -> list[Path]:
+    """Capture files under a directory (or the file itself), oldest rotation first."""
     root = Path(capture_dir)
     if root.is_file():
         return [root]
-    return sorted(p for p in root.glob("*.jsonl*") if p.suffix in {".jsonl", ".gz"})
+    if not root.is_dir():
+        return []
+    files = [p for p in root.iterdir() if p.is_file() and p.name.endswith(_CAPTURE_SUFFIXES)]
+    return sorted(files, key=_rotation_key)
 
 
-def _model_call_event(span: dict[str, Any], round_index: int) -> dict[str, Any]:
-    a = span["attrs"]
+def iter_lines(
+    path: Path, position: FilePosition, warn: Warn
+) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(line_number, raw_line)`` of whole lines after ``position``, advancing it.
+
+    A last line without its newline is a writer still appending: it is left for next time.
+    A truncated gzip stream (a file still being compressed) ends the read the same way.
+    """
+    with open_maybe_gzip(path) as fh:
+        try:
+            if position.offset:
+                fh.seek(position.offset)
+            for raw in fh:
+                if not raw.endswith(b"\n"):
+                    break
+                position.line += 1
+                position.offset += len(raw)
+                yield position.line, raw
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            if position.offset == 0:
+                warn(f"{path}: not a readable gzip file ({exc}); skipped")
+
+
+def read_spans(
+    path: Path, position: FilePosition, warn: Warn
+) -> Iterator[list[Span]]:
+    """Spans of each whole new line of ``path``; a corrupt line is reported and skipped."""
+    for lineno, raw in iter_lines(path, position, warn):
+        if not raw.strip():
+            continue
+        try:
+            request = orjson.loads(raw)
+            spans = spans_of_request(request, f"{path}:{lineno}")
+        except (orjson.JSONDecodeError, ValueError, TypeError, AttributeError, KeyError) as exc:
+            warn(f"{path}:{lineno}: not a valid OTLP/JSON line ({exc}); skipped")
+            continue
+        if spans:
+            yield spans
+
+
+# ---------------------------------------------------------------------------------------------
+# Grouping spans into turns
+
+
+def is_turn_root(span: Span) -> bool:
+    """A span that closes an agent turn: a trace root, our ``invoke_agent``, or a remote child."""
+    if span.parent_span_id is None:
+        return True
+    if span.scope == A.SCOPE_NAME and span.name.startswith(A.OP_INVOKE_AGENT):
+        return True
+    return (span.flags & _REMOTE_PARENT) == _REMOTE_PARENT
+
+
+class TurnAssembler:
+    """Collects spans by trace and releases a turn's spans when its root arrives."""
+
+    def __init__(self, pending: Iterable[Span] = ()) -> None:
+        self.pending: dict[str, list[Span]] = {}
+        for span in pending:
+            self.pending.setdefault(span.trace_id, []).append(span)
+
+    def add(self, span: Span) -> list[Span] | None:
+        """Add one span; returns a complete turn's spans (root last) when ``span`` closes one."""
+        if not is_turn_root(span):
+            self.pending.setdefault(span.trace_id, []).append(span)
+            return None
+        waiting = self.pending.pop(span.trace_id, None)
+        if not waiting:
+            return [span]
+        if span.parent_span_id is None:
+            waiting.append(span)
+            return waiting
+        # A turn inside a host's trace: take only the root's descendants; the rest keeps waiting.
+        children: dict[str | None, list[Span]] = {}
+        for s in waiting:
+            children.setdefault(s.parent_span_id, []).append(s)
+        turn: list[Span] = []
+        stack = [span.span_id]
+        while stack:
+            for child in children.pop(stack.pop(), ()):
+                turn.append(child)
+                stack.append(child.span_id)
+        taken = {id(s) for s in turn}
+        rest = [s for s in waiting if id(s) not in taken]
+        if rest:
+            self.pending[span.trace_id] = rest
+        turn.append(span)
+        return turn
+
+    def held_back(self) -> list[Span]:
+        """Spans whose turn has not ended yet."""
+        return [s for spans in self.pending.values() for s in spans]
+
+    @property
+    def held_back_turns(self) -> int:
+        return len(self.pending)
+
+
+# ---------------------------------------------------------------------------------------------
+# Building a capture from a turn's spans
+
+
+def _is_model_span(span: Span) -> bool:
+    op = span.attrs.get(A.OPERATION)
+    if op is not None:
+        return op in _MODEL_OPERATIONS
+    return span.attrs.get("llm.request.type") in {"chat", "completion"}
+
+
+def _is_ours(span: Span) -> bool:
+    return span.scope == A.SCOPE_NAME or A.REQUESTED_TOOL_CALLS in span.attrs or A.TOOLSET_REF in span.attrs
+
+
+def _model_call_event(span: Span, round_index: int, messages: bool = True) -> dict[str, Any]:
+    a = span.attrs
     usage = {}
     if A.INPUT_TOKENS in a:
         usage["input_tokens"] = a[A.INPUT_TOKENS]
     if A.OUTPUT_TOKENS in a:
         usage["output_tokens"] = a[A.OUTPUT_TOKENS]
+    requested = json_attr(a, A.REQUESTED_TOOL_CALLS)
     event: dict[str, Any] = {
         "type": "model_call",
         "round_index": round_index,
         "model": a.get(A.RESPONSE_MODEL) or a.get(A.REQUEST_MODEL),
         "provider": a.get(A.PROVIDER),
         "toolset_ref": a.get(A.TOOLSET_REF),
-        "generation_config": a.get(A.GENERATION_CONFIG) or {},
-        "messages": a.get(A.INPUT_MESSAGES) or [],
-        "requested_tool_calls": a.get(A.REQUESTED_TOOL_CALLS),
+        "generation_config": json_attr(a, A.GENERATION_CONFIG) or {},
+        "messages": (json_attr(a, A.INPUT_MESSAGES) or []) if messages else None,
+        "requested_tool_calls": requested if isinstance(requested, list) else None,
         "text": a.get(A.OUTPUT_TEXT),
         "refusal": a.get(A.REFUSAL),
         "usage": usage,
-        "error": a.get(A.ERROR_TYPE) if span["status"] == 2 else None,
+        "error": (a.get(A.ERROR_TYPE) or span.status_message or "error") if span.status == 2 else None,
     }
-    if A.SYSTEM_INSTRUCTIONS in a:
-        event["system_instructions"] = a[A.SYSTEM_INSTRUCTIONS]
+    system = json_attr(a, A.SYSTEM_INSTRUCTIONS)
+    if system:
+        event["system_instructions"] = system
     return event
 
 
-def _tool_events(span: dict[str, Any]) -> list[dict[str, Any]]:
-    a = span["attrs"]
+def _tool_events(span: Span) -> tuple[dict[str, Any], dict[str, Any]]:
+    a = span.attrs
     call_id = a.get(A.TOOL_CALL_ID)
-    name = a.get(A.TOOL_NAME) or span["name"].removeprefix("execute_tool ").strip()
+    name = a.get(A.TOOL_NAME) or span.name.removeprefix("execute_tool").strip()
     error = a.get(A.TOOL_ERROR)
-    if error is None and span["status"] == 2:
-        error = span.get("status_message") or a.get(A.ERROR_TYPE) or "error"
-    return [
-        {"type": "tool_call", "call_id": call_id, "tool_name": name, "arguments": a.get(A.TOOL_CALL_ARGUMENTS)},
-        {"type": "tool_result", "call_id": call_id, "tool_name": name, "result": a.get(A.TOOL_CALL_RESULT), "error": error},
-    ]
-
-
-def build_capture(spans: list[dict[str, Any]]) -> Capture | None:
-    """Turn the spans of one trace into a capture; None when it holds no model call."""
-    ids = {s["span_id"] for s in spans}
-    roots = [s for s in spans if not s["parent_span_id"] or s["parent_span_id"] not in ids]
-    root = min(roots or spans, key=lambda s: s["start"])
-    ra = root["attrs"]
-    timeline: list[tuple[int, int, list[dict[str, Any]]]] = []
-    model_spans = sorted(
-        (s for s in spans if s["attrs"].get(A.OPERATION) in {A.OP_CHAT, "generate_content", "text_completion"}),
-        key=lambda s: s["start"],
+    if error is None and span.status == 2:
+        error = span.status_message or a.get(A.ERROR_TYPE) or "error"
+    return (
+        {"type": "tool_call", "call_id": call_id, "tool_name": name, "arguments": json_attr(a, A.TOOL_CALL_ARGUMENTS)},
+        {"type": "tool_result", "call_id": call_id, "tool_name": name,
+         "result": json_attr(a, A.TOOL_CALL_RESULT), "error": error},
     )
+
+
+def build_capture(spans: list[Span], *, all_messages: bool = True) -> Capture | None:
+    """Turn the spans of one agent turn (root last) into a capture; None without a model call.
+
+    ``all_messages=False`` decodes only round 1's input messages (what promotion reads), and
+    defers the rest to ``Capture.messages_of``: later rounds repeat the whole conversation.
+    """
+    model_spans: list[tuple[int, Span]] = []
+    tool_spans: list[Span] = []
+    for s in spans:
+        op = s.attrs.get(A.OPERATION)
+        if op in _MODEL_OPERATIONS or (op is None and _is_model_span(s)):
+            model_spans.append((s.start, s))
+        elif op == A.OP_EXECUTE_TOOL:
+            tool_spans.append(s)
     if not model_spans:
         return None
-    for i, s in enumerate(model_spans, start=1):
-        timeline.append((s["start"], 0, [_model_call_event(s, i)]))
-    for s in spans:
-        if s["attrs"].get(A.OPERATION) == A.OP_EXECUTE_TOOL:
-            call, result = _tool_events(s)
-            timeline.append((s["start"], 1, [call]))
-            timeline.append((s["end"], 2, [result]))
-    timeline.sort(key=lambda t: (t[0], t[1]))
-    inputs = ra.get(A.INPUTS)
+    model_spans.sort(key=lambda t: t[0])
+    root = spans[-1]
+    ra = root.attrs
+    toolsets: dict[str, list[dict[str, Any]]] = {}
+    notes: list[str] = []
+    # (time, kind, sequence, event): model call, tool call, tool result; sequence breaks ties.
+    timeline: list[tuple[int, int, int, dict[str, Any]]] = []
+    raw_messages: dict[int, Any] = {}
+    for i, (start, s) in enumerate(model_spans, start=1):
+        if _is_ours(s):
+            decode = all_messages or i == 1
+            event = _model_call_event(s, i, decode)
+            if not decode:
+                raw_messages[i] = s.attrs.get(A.INPUT_MESSAGES)
+        else:
+            event, tools, missing = genai.model_call_event(s, i)
+            if tools is not None and event.get("toolset_ref"):
+                toolsets[event["toolset_ref"]] = tools
+            for note in missing:
+                if note not in notes:
+                    notes.append(note)
+        timeline.append((start, 0, i, event))
+    for j, s in enumerate(tool_spans):
+        call, result = _tool_events(s)
+        timeline.append((s.start, 1, j, call))
+        timeline.append((s.end, 2, j, result))
+    timeline.sort(key=lambda t: (t[0], t[1], t[2]))
+    inputs = json_attr(ra, A.INPUTS)
     tags = ra.get(A.TAGS) or []
+    prompt_id = ra.get(A.PROMPT_ID)
+    if prompt_id is None and root.scope != A.SCOPE_NAME:
+        prompt_id = ra.get(A.AGENT_NAME)
     return Capture(
-        trace_id=root["trace_id"],
-        prompt_id=ra.get(A.PROMPT_ID),
+        trace_id=root.trace_id,
+        root_span_id=root.span_id,
+        root_is_trace_root=root.parent_span_id is None,
+        prompt_id=prompt_id,
         inputs=inputs if isinstance(inputs, dict) else None,
         tags=[str(t) for t in tags] if isinstance(tags, list) else [str(tags)],
-        start_time_unix_nano=root["start"],
-        events=[e for _, _, events in timeline for e in events],
-        source=root["source"],
+        start_time_unix_nano=min(root.start, model_spans[0][0]),
+        events=[t[3] for t in timeline],
+        source=root.source,
+        toolsets=toolsets,
+        notes=notes,
+        raw_messages=raw_messages,
     )
+
+
+def iter_captures(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    warn: Warn | None = None,
+    assembler: TurnAssembler | None = None,
+    positions: dict[str, FilePosition] | None = None,
+) -> Iterator[Capture]:
+    """Stream the captures of complete turns in ``paths`` (files, or directories of them)."""
+    say: Warn = warn or (lambda _msg: None)
+    asm = assembler or TurnAssembler()
+    for p in paths:
+        for path in capture_files(p):
+            pos = positions.setdefault(str(path), FilePosition()) if positions is not None else FilePosition()
+            for batch in read_spans(path, pos, say):
+                for span in batch:
+                    spans = asm.add(span)
+                    if spans is not None:
+                        capture = build_capture(spans)
+                        if capture is not None:
+                            yield capture
 
 
 def load_captures(capture_dir: str | os.PathLike[str]) -> list[Capture]:
-    """Read every capture file under ``capture_dir`` into captures, oldest turn first."""
-    by_trace: dict[str, list[dict[str, Any]]] = {}
-    for path in capture_files(capture_dir):
-        for span in iter_spans(path):
-            by_trace.setdefault(span["trace_id"], []).append(span)
-    captures = [c for spans in by_trace.values() if (c := build_capture(spans)) is not None]
+    """Every complete turn under ``capture_dir`` as a capture, oldest turn first.
+
+    Turns whose root span has not been written yet are left out (``sync`` holds them back).
+    """
+    captures = list(iter_captures([capture_dir]))
     captures.sort(key=lambda c: c.start_time_unix_nano)
     return captures

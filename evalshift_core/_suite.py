@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import orjson
 from pydantic import ValidationError
 
-from evalshift_sdk._toolsets import ref_filename
+from evalshift_sdk._toolsets import canonical_json, ref_filename, toolset_ref
 
 from ._exceptions import InputError, UnknownToolsetError
 from ._io import atomic_write_bytes, atomic_write_jsonl, iter_jsonl
@@ -43,23 +42,35 @@ def toolset_path(base: str | os.PathLike[str], ref: str) -> Path:
     return Path(base) / "toolsets" / ref_filename(ref)
 
 
+def read_sidecar(path: str | os.PathLike[str], ref: str) -> list[dict] | None:
+    """A sidecar's tools when the file exists and its content hashes to ``ref``; else None."""
+    try:
+        tools = orjson.loads(Path(path).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(tools, list) or toolset_ref(tools) != ref:
+        return None
+    return tools
+
+
 def copy_toolset(capture_dir: str | os.PathLike[str], base: str | os.PathLike[str], ref: str) -> bool:
-    """Copy one sidecar from a capture dir into the suite base; False when it is missing."""
-    src = Path(capture_dir) / "toolsets" / ref_filename(ref)
+    """Copy one sidecar from a capture dir into the suite base; False when missing or not ``ref``'s.
+
+    Content-addressed: the copy is written only after its bytes are checked against the ref.
+    """
     dst = toolset_path(base, ref)
     if dst.exists():
         return True
-    if not src.exists():
+    tools = read_sidecar(Path(capture_dir) / "toolsets" / ref_filename(ref), ref)
+    if tools is None:
         return False
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dst.with_suffix(".tmp")
-    shutil.copyfile(src, tmp)
-    os.replace(tmp, dst)
+    write_toolset(base, ref, tools)
     return True
 
 
 def write_toolset(base: str | os.PathLike[str], ref: str, tools: list[dict]) -> None:
-    atomic_write_bytes(toolset_path(base, ref), orjson.dumps(tools, option=orjson.OPT_SORT_KEYS))
+    """Write a sidecar in the canonical form its ref is the hash of (atomic)."""
+    atomic_write_bytes(toolset_path(base, ref), canonical_json(tools))
 
 
 def resolve_tools(example: Example, base: str | os.PathLike[str]) -> list[Tool]:

@@ -1,15 +1,40 @@
-"""``capture sync``: captures in, golden suites out, idempotently."""
+"""``capture sync`` and ``capture promote``: captures in, golden suites out, idempotently.
+
+``sync`` is incremental: ``<base>/sync-state.json`` keeps how far each capture file was read and
+the spans of turns whose root has not ended yet, so each sync reads only what is new.
+"""
 
 from __future__ import annotations
 
+import gc
 import os
+import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, Any
 
-from ._captures import load_captures
-from ._models import Example
-from ._promote import RoundsMode, promote
-from ._suite import DEFAULT_BASE, copy_toolset, load_suite, save_suite, suite_path
+import orjson
+
+from evalshift_sdk._toolsets import ref_filename
+
+from ._captures import (
+    Capture,
+    FilePosition,
+    Span,
+    TurnAssembler,
+    build_capture,
+    capture_files,
+    read_spans,
+)
+from ._io import atomic_write_bytes
+from ._lock import file_lock
+from ._promote import RoundsMode, promote_example
+from ._suite import DEFAULT_BASE, read_sidecar, suite_path, toolset_path, write_toolset
+
+STATE_FILE = "sync-state.json"
+LOCK_FILE = ".sync.lock"
+STATE_VERSION = 1
 
 
 @dataclass
@@ -17,9 +42,243 @@ class SyncResult:
     """What a sync did."""
 
     suites: dict[str, Path] = field(default_factory=dict)
+    """Suite files written or already up to date, by suite name."""
     added: int = 0
+    """Examples appended."""
     unchanged: int = 0
+    """Promoted turns already in their suite (by example id)."""
     warnings: list[str] = field(default_factory=list)
+    """Everything a user should read: promotion warnings, skipped lines (file:line)."""
+    held_back: int = 0
+    """Turns whose root span has not ended yet, left for the next sync."""
+    spans: int = 0
+    """Spans read."""
+
+
+class _SuiteWriter:
+    """Appends new examples to a suite through a temp file renamed into place at the end."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.known: set[str] = set()
+        self.added = 0
+        self._tmp: IO[bytes] | None = None
+        self._tmp_path: Path | None = None
+        if path.exists():
+            with open(path, "rb") as fh:
+                for raw in fh:
+                    if raw.strip():
+                        try:
+                            row = orjson.loads(raw)
+                        except orjson.JSONDecodeError:
+                            continue  # load_suite reports it, with its line, when the suite is used
+                        if isinstance(row, dict) and "id" in row:
+                            self.known.add(str(row["id"]))
+
+    def add(self, example: dict[str, Any]) -> bool:
+        if example["id"] in self.known:
+            return False
+        if self._tmp is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._tmp_path = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+            self._tmp = open(self._tmp_path, "wb")  # noqa: SIM115 - closed by commit() or abort()
+            if self.path.exists():
+                with open(self.path, "rb") as src:
+                    existing = src.read()
+                self._tmp.write(existing)
+                if existing and not existing.endswith(b"\n"):
+                    self._tmp.write(b"\n")
+        self._tmp.write(orjson.dumps(example) + b"\n")
+        self.known.add(example["id"])
+        self.added += 1
+        return True
+
+    def commit(self) -> None:
+        if self._tmp is None or self._tmp_path is None:
+            return
+        self._tmp.flush()
+        os.fsync(self._tmp.fileno())
+        self._tmp.close()
+        os.replace(self._tmp_path, self.path)
+        self._tmp = None
+
+    def abort(self) -> None:
+        if self._tmp is not None and self._tmp_path is not None:
+            self._tmp.close()
+            self._tmp_path.unlink(missing_ok=True)
+            self._tmp = None
+
+
+class _Promoter:
+    """Shared engine of ``sync`` and ``promote_files``: spans -> turns -> examples -> suites."""
+
+    def __init__(self, base: Path, suite_name: str | None, rounds: RoundsMode, names_only: bool) -> None:
+        self.base = base
+        self.suite_name = suite_name
+        self.rounds = rounds
+        self.names_only = names_only
+        self.result = SyncResult()
+        self.writers: dict[str, _SuiteWriter] = {}
+        self._toolsets: dict[str, list[dict[str, Any]] | None] = {}
+        self._in_base: set[str] = set()
+        self._missing_ref: set[str] = set()
+        self.current: FilePosition | None = None
+
+    def warn(self, message: str) -> None:
+        self.result.warnings.append(message)
+
+    def _lookup(self, ref: str, capture: Capture, capture_dir: Path) -> list[dict[str, Any]] | None:
+        if ref in capture.toolsets:
+            return capture.toolsets[ref]
+        if ref not in self._toolsets:
+            tools = read_sidecar(capture_dir / "toolsets" / ref_filename(ref), ref)
+            if tools is None:
+                tools = read_sidecar(toolset_path(self.base, ref), ref)
+            self._toolsets[ref] = tools
+        return self._toolsets[ref]
+
+    def _ensure_sidecar(self, example_id: str, ref: str, tools: list[dict[str, Any]] | None) -> None:
+        if ref in self._in_base:
+            return
+        if toolset_path(self.base, ref).exists():
+            self._in_base.add(ref)
+            return
+        if tools is not None:
+            write_toolset(self.base, ref, tools)
+            self._in_base.add(ref)
+            return
+        if ref not in self._missing_ref:
+            self._missing_ref.add(ref)
+            self.warn(f"{example_id}: toolset_ref {ref} has no sidecar in the capture dir or {self.base}; "
+                      "run will stop on this example until the sidecar is added")
+
+    def take(self, capture: Capture, capture_dir: Path) -> None:
+        record, warnings = promote_example(
+            capture, rounds=self.rounds, names_only=self.names_only,
+            toolsets=lambda ref: self._lookup(ref, capture, capture_dir),
+        )
+        self.result.warnings.extend(warnings)
+        if record is None:
+            return
+        ref = record.get("toolset_ref")
+        if ref:
+            self._ensure_sidecar(record["id"], ref, self._lookup(ref, capture, capture_dir))
+        name = self.suite_name or record.get("prompt_id") or "default"
+        writer = self.writers.get(name)
+        if writer is None:
+            writer = self.writers[name] = _SuiteWriter(suite_path(self.base, name))
+            self.result.suites[name] = writer.path
+        if writer.add(record):
+            self.result.added += 1
+        else:
+            self.result.unchanged += 1
+        if self.current is not None:
+            self.current.examples += 1
+            if name not in self.current.suites:
+                self.current.suites.append(name)
+
+    def run(self, files: list[Path], positions: dict[str, FilePosition], assembler: TurnAssembler,
+            progress: bool | None) -> None:
+        from tqdm import tqdm
+
+        if progress is None:
+            progress = sys.stderr.isatty()
+        total = sum(max(0, p.stat().st_size - (0 if p.suffix == ".gz" else positions[str(p)].offset)) for p in files)
+        bar = tqdm(total=total, unit="B", unit_scale=True, desc="capture sync", file=sys.stderr,
+                   disable=not progress, leave=False)
+        # Parsed spans form no reference cycles, so reference counting frees them; the cyclic
+        # collector would only rescan every live span dict over and over (about 2x the runtime).
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            for path in files:
+                pos = positions[str(path)]
+                # Examples promoted by earlier syncs from this file are still there, untouched.
+                self.result.unchanged += pos.examples
+                for name in pos.suites:
+                    self.result.suites.setdefault(name, suite_path(self.base, name))
+                self.current = pos
+                start = pos.offset
+                gz = path.suffix == ".gz"
+                for batch in read_spans(path, pos, self.warn):
+                    self.result.spans += len(batch)
+                    for span in batch:
+                        spans = assembler.add(span)
+                        if spans is not None:
+                            capture = build_capture(spans, all_messages=False)
+                            if capture is not None:
+                                self.take(capture, path.parent)
+                    if not gz:
+                        bar.update(pos.offset - start)
+                        start = pos.offset
+                if gz:
+                    bar.update(path.stat().st_size)
+            for writer in self.writers.values():
+                writer.commit()
+        except BaseException:
+            for writer in self.writers.values():
+                writer.abort()
+            raise
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+            bar.close()
+        self.result.held_back = assembler.held_back_turns
+
+
+def _load_state(base: Path) -> dict[str, Any] | None:
+    path = base / STATE_FILE
+    try:
+        state = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
+        return None
+    # A suite this state fed was deleted: start over, or its examples would never come back.
+    if any(not (base / "suites" / f"{name}.jsonl").exists() for name in state.get("suites", [])):
+        return None
+    return state
+
+
+def _positions(files: list[Path], state: dict[str, Any] | None, warn: Any) -> dict[str, FilePosition]:
+    stored: dict[str, dict[str, Any]] = (state or {}).get("files", {})
+    by_inode = {v.get("inode"): k for k, v in stored.items() if v.get("inode") is not None}
+    out: dict[str, FilePosition] = {}
+    for path in files:
+        key = str(path.resolve())
+        st = path.stat()
+        entry = stored.get(key)
+        if entry is None and st.st_ino in by_inode and not Path(by_inode[st.st_ino]).exists():
+            entry = stored[by_inode[st.st_ino]]  # rotated by rename: same file, new name
+        pos = FilePosition(inode=st.st_ino)
+        if entry is not None:
+            replaced = entry.get("inode") != st.st_ino or (
+                path.suffix != ".gz" and st.st_size < int(entry.get("offset", 0)))
+            if replaced:
+                warn(f"{path}: replaced or truncated since the last sync; read again from the start")
+            else:
+                pos.offset, pos.line = int(entry.get("offset", 0)), int(entry.get("line", 0))
+                pos.examples, pos.suites = int(entry.get("examples", 0)), list(entry.get("suites", []))
+        out[str(path)] = pos
+    return out
+
+
+def _save_state(base: Path, positions: dict[str, FilePosition], assembler: TurnAssembler,
+                suites: Iterable[str], previous: dict[str, Any] | None) -> None:
+    files = dict((previous or {}).get("files", {}))
+    for path, pos in positions.items():
+        files[str(Path(path).resolve())] = pos.to_json()
+    files = {k: v for k, v in files.items() if Path(k).exists()}
+    state = {
+        "version": STATE_VERSION,
+        "files": dict(sorted(files.items())),
+        "suites": sorted(set((previous or {}).get("suites", [])) | set(suites)),
+        "pending": [s.to_json() for s in assembler.held_back()],
+    }
+    data = orjson.dumps(state, option=orjson.OPT_INDENT_2) + b"\n"
+    path = base / STATE_FILE
+    if not path.exists() or path.read_bytes() != data:
+        atomic_write_bytes(path, data)
 
 
 def sync(
@@ -29,29 +288,57 @@ def sync(
     suite_name: str | None = None,
     rounds: RoundsMode = "first",
     names_only: bool = False,
+    progress: bool | None = None,
 ) -> SyncResult:
-    """Promote every capture under ``capture_dir`` into ``<base>/suites/<name>.jsonl``.
+    """Promote the turns captured under ``capture_dir`` since the last sync into suites.
 
-    The suite is named ``suite_name``, else after each capture's prompt id. Examples already in
-    the suite are kept as they are, so a second sync changes nothing.
+    Examples go to ``<base>/suites/<suite_name>.jsonl`` (else one suite per prompt id), merged
+    by example id, so a second sync changes nothing. Toolset sidecars are copied into
+    ``<base>/toolsets/``. Turns whose root span has not ended are held back for the next sync.
+    ``progress=None`` shows a progress bar on stderr when it is a terminal.
     """
-    result = SyncResult()
-    captures = load_captures(capture_dir)
-    grouped: dict[str, list[Example]] = {}
-    for promotion in promote(captures, rounds=rounds, names_only=names_only):
-        example = promotion.example
-        result.warnings.extend(promotion.warnings)
-        if example.toolset_ref and not copy_toolset(capture_dir, base, example.toolset_ref):
-            result.warnings.append(f"{example.id}: toolset sidecar {example.toolset_ref} not found in {capture_dir}")
-        grouped.setdefault(suite_name or example.prompt_id or "default", []).append(example)
-    for name, new in grouped.items():
-        path = suite_path(base, name)
-        existing = load_suite(path) if path.exists() else []
-        known = {e.id for e in existing}
-        added = [e for e in new if e.id not in known]
-        result.unchanged += len(new) - len(added)
-        result.added += len(added)
-        if added or not path.exists():
-            save_suite(path, existing + added)
-        result.suites[name] = path
-    return result
+    base_path = Path(base)
+    with file_lock(base_path / LOCK_FILE):
+        state = _load_state(base_path)
+        files = capture_files(capture_dir)
+        engine = _Promoter(base_path, suite_name, rounds, names_only)
+        positions = _positions(files, state, engine.warn)
+        pending = [Span.from_json(row) for row in (state or {}).get("pending", [])]
+        assembler = TurnAssembler(pending)
+        engine.run(files, positions, assembler, progress)
+        _save_state(base_path, positions, assembler, engine.result.suites, state)
+    return engine.result
+
+
+def promote_files(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    base: str | os.PathLike[str] = DEFAULT_BASE,
+    suite_name: str | None = None,
+    rounds: RoundsMode = "first",
+    names_only: bool = False,
+    progress: bool | None = None,
+) -> SyncResult:
+    """``capture promote FILE...``: promote every complete turn in these files (no sync state).
+
+    Spans of one turn split across the given files are joined; turns whose root span is in none
+    of them are reported as held back and not promoted.
+    """
+    base_path = Path(base)
+    files: list[Path] = []
+    for p in paths:
+        found = capture_files(p)
+        if not found:
+            from ._exceptions import InputError
+
+            raise InputError("no capture file here (expected OTLP/JSON lines: *.jsonl, *.json, *.gz)", file=str(p))
+        files.extend(found)
+    with file_lock(base_path / LOCK_FILE):
+        engine = _Promoter(base_path, suite_name, rounds, names_only)
+        positions = {str(p): FilePosition() for p in files}
+        assembler = TurnAssembler()
+        engine.run(files, positions, assembler, progress)
+    if engine.result.held_back:
+        engine.warn(f"{engine.result.held_back} turn(s) held back: their root span is in none of the "
+                    "given files (the turn has not ended yet, or the file holding it was not given)")
+    return engine.result
