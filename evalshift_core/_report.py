@@ -31,10 +31,16 @@ REPORT_SCHEMA_VERSION = 1
 SEVERITIES = ("low", "medium", "high", "critical")
 TOOL_EVALUATORS = frozenset({"tool_selection", "tool_arguments", "tool_trace_structure", "agent_trace"})
 
-# Caps that keep a 10k-example HTML file near a few MB; report.json always keeps the full text.
-_HTML_TEXT_CAP = 2000
+# Caps that keep a 10k-example report.html within ~15 MB whatever the models wrote: tool
+# arguments and diffed texts are capped everywhere, and report.html shares a budget of model text
+# across its rows (regressed rows keep more); report.json keeps each text whole.
 _ARGS_CAP = 400
 _DIFF_TEXT_CAP = 4000
+HTML_TEXT_BUDGET = 8_000_000
+_HTML_TEXT_CAP = 2000
+_HTML_TEXT_FLOOR = 160
+_HTML_REGRESSED_TEXT_CAP = 4000
+_HTML_TEXT_FIELDS = ("input", "source_text", "target_text")
 
 # What each banner means, in the seeds' words (001 "Troubleshooting"; "Toolset shape" for strict).
 BANNER_DETAILS = {
@@ -71,7 +77,7 @@ def _json_text(value: Any) -> str:
 def _cap(text: str | None, limit: int) -> str | None:
     if text is None or len(text) <= limit:
         return text
-    return text[:limit] + f"… [{len(text) - limit} more characters in report.json]"
+    return text[:limit] + f"… [{len(text) - limit} more characters]"
 
 
 def _call_text(call: ToolCall) -> str:
@@ -600,6 +606,20 @@ def _list_section(title: str, ident: str, items: list[str]) -> str:
     return f"<section aria-labelledby='{ident}'><h2 id='{ident}'>{title}</h2><ul>{''.join(f'<li>{_e(i)}</li>' for i in items)}</ul></section>"
 
 
+def _html_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows as report.html embeds them: empty keys dropped, model text within the budget."""
+    cap = int(min(_HTML_TEXT_CAP, max(_HTML_TEXT_FLOOR, HTML_TEXT_BUDGET / (len(_HTML_TEXT_FIELDS) * max(1, len(rows))))))
+    out = []
+    for row in rows:
+        slim = {k: v for k, v in row.items() if v is not None and v != [] and v is not False}
+        limit = _HTML_REGRESSED_TEXT_CAP if row.get("regressions") else cap
+        for key in _HTML_TEXT_FIELDS:
+            if isinstance(slim.get(key), str):
+                slim[key] = _cap(slim[key], limit)
+        out.append(slim)
+    return out
+
+
 def render_html(report: Mapping[str, Any]) -> str:
     """The self-contained HTML: first screen drawn here, per-example rows by the inline script."""
     a = report.get("analysis") or {}
@@ -615,7 +635,7 @@ def render_html(report: Mapping[str, Any]) -> str:
     categories = [f"{k}: {v}" for k, v in (a.get("failure_categories") or {}).items()]
     source, target = run.get("source_model"), run.get("target_model")
     data = {
-        "examples": rows,
+        "examples": _html_rows(rows),
         "filters": report.get("filters") or {},
         "models": {"source": source, "target": target},
     }

@@ -5,6 +5,10 @@
   var started = performance.now();
   var data = JSON.parse(document.getElementById("evalshift-data").textContent);
   var rows = data.examples || [];
+  // Empty lists are left out of the embedded rows to save bytes; put them back once.
+  rows.forEach(function (row) {
+    ["tags", "labels", "tools_called", "regressions", "errors"].forEach(function (key) { row[key] = row[key] || []; });
+  });
   var filters = data.filters || {};
   var models = data.models || {};
   var PAGE_SIZE = 50;

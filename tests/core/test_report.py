@@ -291,3 +291,15 @@ def test_write_report_reads_distributions_from_the_run_scores_when_built_without
     write_report(tmp_path, report)
     dist = orjson.loads((tmp_path / "report.json").read_bytes())["charts"]["distributions"]
     assert dist[0]["source"][9] == 1 and dist[0]["target"][0] == 1
+
+
+def test_html_shares_a_text_budget_so_long_answers_cannot_blow_up_the_file():
+    """Issue 8: report.html stays usable at 10k examples (at most about 15 MB)."""
+    long = "word " * 10_000
+    ex = [Example(id=f"e{i}", inputs={"input": long}) for i in range(400)]
+    calls = [_call(e.id, role, _trace([], text=long)) for e in ex for role in ("source", "target")]
+    report = build_report(_analysis([_regression("e0")]), ex, calls, MANIFEST)
+    page = render_html(report)
+    assert len(page) < 3_000_000  # the untrimmed text alone is 400 x 3 x 50,000 characters
+    assert "more characters]" in page
+    assert report["examples"][0]["source_text"] == long  # report.json keeps the whole text
