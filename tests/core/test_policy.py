@@ -54,3 +54,17 @@ def test_bad_policy_names_file_and_field(tmp_path, block, field):
         load_config(path)
     assert info.value.file == str(path)
     assert info.value.field == field
+
+
+def test_readme_analysis_section_policy_block_is_valid():
+    """The ``migration_policy:`` example under README's "## analysis.json" parses as written."""
+    from pathlib import Path
+
+    from ruamel.yaml import YAML
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## analysis.json", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    policy = MigrationPolicy.model_validate(YAML(typ="safe").load(block)["migration_policy"])
+    assert policy.tool_argument_drift_floor == 0.9
+    assert policy.thresholds["tool_arguments.args"].max_drop == 0.02
