@@ -89,19 +89,43 @@ class Evaluator:
         labels: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> ScoreRecord:
-        # model_construct: the values are ours and already valid; validation would dominate
-        # the cost of a tool evaluator on a large run.
-        return ScoreRecord.model_construct(
-            example_id=example.id,
-            evaluator=self.type_name,
-            name=self.name,
-            side=side,
-            source_score=float(source_score),
-            target_score=float(target_score),
-            skipped=skipped,
-            labels=labels if labels is not None else [],
-            metadata=metadata if metadata is not None else {},
-        )
+        return fast_record({
+            "example_id": example.id,
+            "evaluator": self.type_name,
+            "name": self.name,
+            "side": side,
+            "source_score": float(source_score),
+            "target_score": float(target_score),
+            "skipped": skipped,
+            "labels": labels if labels is not None else [],
+            "metadata": metadata if metadata is not None else {},
+        })
+
+
+_RECORD_FIELDS = frozenset(ScoreRecord.model_fields)
+_new_object = object.__new__
+_set_attribute = object.__setattr__
+
+
+def fast_record(values: dict[str, Any]) -> ScoreRecord:
+    """A ScoreRecord from values that are ours and already valid, without validation.
+
+    What ``model_construct`` does minus its per-field default handling: on a 100k-pair run the
+    record's construction would otherwise cost more than the scoring it reports.
+    """
+    record = _new_object(ScoreRecord)
+    _set_attribute(record, "__dict__", values)
+    _set_attribute(record, "__pydantic_fields_set__", set(_RECORD_FIELDS))
+    _set_attribute(record, "__pydantic_extra__", None)
+    _set_attribute(record, "__pydantic_private__", None)
+    return record
+
+
+def round_calls(trace: ToolTrace, k: int) -> list[ToolCall]:
+    """``trace.round(k)`` without copying the call list of a single-shot trace (hot path)."""
+    if trace.round_count is None:
+        return trace.calls if k == 1 else []
+    return trace.round(k)
 
 
 def replayed_rounds(source: ToolTrace, target: ToolTrace) -> list[int] | None:
@@ -122,7 +146,20 @@ def json_equal(a: Any, b: Any) -> bool:
     ta, tb = type(a), type(b)
     if ta is tb:
         if ta is dict:
-            return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+            if len(a) != len(b):
+                return False
+            for key, v in a.items():
+                if key not in b:
+                    return False
+                w = b[key]
+                tv = type(v)
+                # scalars of one type inline: this loop is the hot path of two evaluators
+                if tv is type(w) and (tv is str or tv is int or tv is float or tv is bool or v is None):
+                    if v != w:
+                        return False
+                elif not json_equal(v, w):
+                    return False
+            return True
         if ta is list:
             return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
         return bool(a == b)
@@ -140,6 +177,9 @@ def match_calls_greedy(reference: Sequence[ToolCall | Any], actual: Sequence[Too
     Positions within the round stand in for ``sequence_index`` (they are equal on a
     single-shot trace; on a multi-round trace earlier rounds may differ in call count).
     """
+    n = len(reference)
+    if n == len(actual) and all(reference[i].tool_name == actual[i].tool_name for i in range(n)):
+        return list(range(n))  # same names in the same order: every call is its own nearest
     by_name: dict[str, list[int]] = {}
     for j, call in enumerate(actual):
         by_name.setdefault(call.tool_name, []).append(j)

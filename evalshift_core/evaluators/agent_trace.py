@@ -106,7 +106,7 @@ class AgentTrace(Evaluator):
         tools: list[str] = []
         order = order_similarity(sn, tn)
         if order < 1.0:
-            same = Counter(sn) == Counter(tn)
+            same = sorted(sn) == sorted(tn)
             labels.append("TOOL_ORDER_DRIFT" if same else "TOOL_SELECTION_DRIFT")
             tools.extend(sn[:1] if same else ((Counter(sn) - Counter(tn)) + (Counter(tn) - Counter(sn))).elements())
         fields: list[dict[str, Any]] = []
@@ -133,8 +133,9 @@ class AgentTrace(Evaluator):
         metadata: dict[str, Any] = {"timeline": origin, "order_similarity": order, "argument_equality": arguments,
                                     "source_tools": sn, "target_tools": tn, "fields": fields}
         if self.dangerous_tools:
-            extra = list((Counter(n for n in tn if n in self.dangerous_tools)
-                          - Counter(n for n in sn if n in self.dangerous_tools)).elements())
+            dangerous = self.dangerous_tools
+            t_danger = [n for n in tn if n in dangerous]
+            extra = list((Counter(t_danger) - Counter(n for n in sn if n in dangerous)).elements()) if t_danger else []
             s_parts.append(1.0)
             t_parts.append(0.0 if extra else 1.0)
             danger: dict[str, Any] = {"extra": extra}

@@ -18,6 +18,7 @@ from ._base import (
     json_equal,
     match_calls_greedy,
     replayed_rounds,
+    round_calls,
 )
 
 STRATEGIES = ("exact", "subset", "numeric", "semantic")
@@ -306,8 +307,8 @@ class ToolArguments(Evaluator):
         return out
 
     def _grade_drift(self, example: Example, source: ToolTrace, target: ToolTrace, k: int) -> dict[str, Any]:
-        reference = source.round(k)
-        actual = target.round(k)
+        reference = round_calls(source, k)
+        actual = round_calls(target, k)
         round_key = k if source.round_count is not None or target.round_count is not None else None
         if not reference:
             return {"round": k, "skipped": True, "reason": "the source made no tool calls to compare arguments with"}
@@ -348,7 +349,7 @@ class ToolArguments(Evaluator):
         round_key = k if source.round_count is not None or target.round_count is not None else None
         side_results = []
         for trace in (source, target):
-            actual = trace.round(k)
+            actual = round_calls(trace, k)
 
             def scorer(i: int, j: int, actual: list[ToolCall] = actual) -> tuple[float, list[tuple[str, Any, Any, float]]]:
                 e = with_args[i]

@@ -10,7 +10,7 @@ from collections import Counter
 from typing import Any
 
 from .._models import Example, ToolTrace
-from ._base import Evaluator, ScoreRecord, call_names, replayed_rounds
+from ._base import Evaluator, ScoreRecord, call_names, replayed_rounds, round_calls
 
 MODES = ("expected", "expected_set", "exact", "set", "first")
 # Modes whose reference is the ground truth when given as the plain ``mode:``.
@@ -73,7 +73,7 @@ def drift_label(actual: list[str], reference: list[str]) -> str:
     """The seed's label for a selection difference."""
     if not reference and actual:
         return "UNNECESSARY_TOOL_CALL"
-    if Counter(actual) == Counter(reference):
+    if sorted(actual) == sorted(reference):
         return "TOOL_ORDER_DRIFT"
     return "TOOL_SELECTION_DRIFT"
 
@@ -126,8 +126,8 @@ class ToolSelection(Evaluator):
     def _grade_round(
         self, example: Example, source: ToolTrace, target: ToolTrace, k: int, mode: str, truth: bool
     ) -> tuple[dict[str, Any], list[str]]:
-        src = call_names(source.round(k))
-        tgt = call_names(target.round(k))
+        src = call_names(round_calls(source, k))
+        tgt = call_names(round_calls(target, k))
         labels: list[str] = []
         if truth:
             if example.expected_no_tools:

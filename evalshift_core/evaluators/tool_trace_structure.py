@@ -10,7 +10,7 @@ from collections import Counter
 from typing import Any
 
 from .._models import Example, ToolTrace
-from ._base import Evaluator, ScoreRecord, call_names, is_number, replayed_rounds
+from ._base import Evaluator, ScoreRecord, call_names, is_number, replayed_rounds, round_calls
 
 REFUSAL_MIN_SEVERITY = "high"
 """Seed 000: a refusal mismatch forces severity to at least ``high``."""
@@ -49,7 +49,7 @@ class ToolTraceStructure(Evaluator):
         labels: list[str] = []
         tools: list[str] = []
         for k in rounds or (1,):
-            src, tgt = source.round(k), target.round(k)
+            src, tgt = round_calls(source, k), round_calls(target, k)
             ns, nt = len(src), len(tgt)
             s_parts: list[float] = []
             t_parts: list[float] = []
