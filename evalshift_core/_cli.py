@@ -110,14 +110,10 @@ def _models(cfg: Any, source: str | None, target: str | None) -> tuple[str, str]
 
 
 def _open(path: Path) -> None:
-    try:
-        from ._report import open_report  # type: ignore[attr-defined]
-    except ImportError:
-        import webbrowser
+    from ._report import open_report
 
-        webbrowser.open(Path(path).resolve().as_uri())
-    else:
-        open_report(path)
+    if not open_report(path):
+        progress(f"could not start a browser; open {Path(path).resolve().as_uri()}")
 
 
 def _analysis_dict(analysis: Any) -> dict[str, Any]:
@@ -319,37 +315,15 @@ def capture_promote(files: tuple[str, ...], base: str, suite_name: str | None, r
     Example:
       evalshift capture promote .evalshift/captures/spans-0001.jsonl --suite-name support
     """
-    from . import _sync
+    from ._sync import promote_files
 
     for f in files:
         if not Path(f).is_file():
             raise EvalShiftError("capture file not found", file=f)
-    promote_files = getattr(_sync, "promote_files", None)
     progress(f"promoting {len(files)} capture file(s) ...")
-    if promote_files is not None:
-        result = promote_files([Path(f) for f in files], base=base, suite_name=suite_name, rounds=rounds,
-                               names_only=names_only)
-    else:
-        result = _promote_files_fallback(files, base=base, suite_name=suite_name, rounds=rounds,
-                                         names_only=names_only)
+    result = promote_files([Path(f) for f in files], base=base, suite_name=suite_name, rounds=rounds,  # type: ignore[arg-type]
+                           names_only=names_only)
     _print_sync(_sync_payload(result), as_json)
-
-
-def _promote_files_fallback(files: tuple[str, ...], *, base: str, suite_name: str | None, rounds: str,
-                            names_only: bool) -> Any:
-    """``sync`` over a scratch folder holding just these files (their toolsets beside them)."""
-    import shutil
-    import tempfile
-
-    from ._sync import sync
-
-    with tempfile.TemporaryDirectory(prefix="evalshift-promote-") as tmp:
-        for i, f in enumerate(files):
-            shutil.copyfile(f, Path(tmp) / f"{i:04d}-{Path(f).name}")
-            sidecars = Path(f).parent / "toolsets"
-            if sidecars.is_dir():
-                shutil.copytree(sidecars, Path(tmp) / "toolsets", dirs_exist_ok=True)
-        return sync(tmp, base=base, suite_name=suite_name, rounds=rounds, names_only=names_only)  # type: ignore[arg-type]
 
 
 @cli.command(context_settings=CONTEXT)
@@ -489,22 +463,18 @@ def traces_import(run_id: str, source_file: str, target_file: str, base: str, as
     Example:
       evalshift traces import <run-id> --source source_traces.jsonl --target target_traces.jsonl
     """
-    from ._run import load_run
 
     for f in (source_file, target_file):
         if not Path(f).is_file():
             raise EvalShiftError("traces file not found", file=f)
-    load_run(base, run_id)  # a wrong run id fails before anything is read
-    try:
-        from ._traces import import_traces  # type: ignore[attr-defined]
-    except ImportError as exc:
-        raise EvalShiftError("traces import is not available in this version of evalshift") from exc
-    result = import_traces(base, run_id, source_file, target_file)
-    payload = result if isinstance(result, dict) else {"run_id": run_id, "result": str(result)}
+    from ._traces import import_traces
+
+    path = import_traces(base, run_id, source_file, target_file)
     if as_json:
-        emit_json(payload)
+        emit_json({"run_id": run_id, "traces_path": str(path)})
     else:
-        click.echo(f"imported traces into run {run_id}; next: evalshift evaluate {run_id}")
+        click.echo(f"imported traces into {path}")
+        click.echo(f"next: evalshift evaluate {run_id}")
 
 
 @cli.group(context_settings=CONTEXT)
@@ -554,31 +524,15 @@ def report(run_id: str, open_report: bool, base: str, as_json: bool) -> None:
     Example:
       evalshift report 20260101-120000-ab12cd --open
     """
-    from . import _report
+    from ._report import render_run_report
 
-    render = getattr(_report, "render_run_report", None)
-    path = Path(render(base, run_id)) if render is not None else _render_report_fallback(base, run_id)
+    path = Path(render_run_report(base, run_id))
     if open_report:
         _open(path)
     if as_json:
         emit_json({"run_id": run_id, "report_path": str(path)})
     else:
         click.echo(f"Report: {path}")
-
-
-def _render_report_fallback(base: str, run_id: str) -> Path:
-    import orjson
-
-    from ._analysis import Analysis
-    from ._report import build_report, write_report
-    from ._run import load_run, run_dir_for
-
-    manifest, examples, calls = load_run(base, run_id)
-    run_dir = run_dir_for(base, run_id)
-    if not (run_dir / "analysis.json").exists():
-        raise EvalShiftError(f"run {run_id} is not evaluated yet: evalshift evaluate {run_id}")
-    analysis = Analysis.model_validate(orjson.loads((run_dir / "analysis.json").read_bytes()))
-    return write_report(run_dir, build_report(analysis, examples, calls, manifest))
 
 
 @cli.command(context_settings=CONTEXT)

@@ -45,7 +45,10 @@ def evaluate_and_report(
     run_dir: Path, manifest: dict[str, Any], examples: list[Example], calls: list[Call], config: Config
 ) -> tuple[Analysis, Path]:
     """Score a finished run, analyse it and write scores, analysis and report files."""
-    scores = evaluate_run(examples, calls, config.evaluators)
+    from ._traces import load_traces
+
+    # Timelines attached with `evalshift traces import` feed agent_trace; judges need the providers.
+    scores = evaluate_run(examples, calls, config.evaluators, timelines=load_traces(run_dir), providers=config.providers)
     atomic_write_jsonl(run_dir / "scores.jsonl", (s.model_dump(mode="json") for s in scores))
     floors = {(ev.type_name, ev.name): ev.severity_floor for ev in build_evaluators(config.evaluators)}
     # Examples carry the clusters (source trace, tags) the standard errors are corrected for.

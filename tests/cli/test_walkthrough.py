@@ -118,3 +118,43 @@ def test_run_then_evaluate_then_report_with_providers_from_config(walkthrough, t
     report = run_cli("report", run_id, "--json", cwd=project)
     assert report.returncode == 0, report.stderr
     assert (project / json.loads(report.stdout)["report_path"]).is_file()
+
+
+def test_traces_import_then_evaluate_scores_agent_trace(walkthrough, tmp_path):
+    """Seed 000: "evalshift traces import <run-id> --source ... --target ..." then agent_trace scores
+    the imported timelines; a dangerous call with no verification flags MISSING_VERIFICATION_STEP."""
+    project, env, _, _ = walkthrough
+    ran = run_cli("run", "--suite-name", "support", "--to", "openai:sim-candidate", "--json", cwd=project, env=env)
+    assert ran.returncode == 0, ran.stderr
+    run_id = json.loads(ran.stdout)["run_id"]
+    ids = [json.loads(line)["id"] for line in (project / ".evalshift/suites/support.jsonl").read_text().splitlines()]
+
+    def timeline(names):
+        return [{"type": "tool_call", "tool_name": n, "arguments": {}} for n in names]
+
+    (tmp_path / "src.jsonl").write_text("".join(
+        json.dumps({"example_id": i, "events": timeline(["lookup_order", "issue_refund"])}) + "\n" for i in ids))
+    (tmp_path / "tgt.jsonl").write_text("".join(
+        json.dumps({"example_id": i, "events": timeline(["issue_refund"])}) + "\n" for i in ids))
+    imported = run_cli("traces", "import", run_id, "--source", str(tmp_path / "src.jsonl"),
+                       "--target", str(tmp_path / "tgt.jsonl"), cwd=project)
+    assert imported.returncode == 0, imported.stderr
+    config = tmp_path / "agent.yaml"
+    config.write_text(
+        "evaluators:\n  agent_trace:\n    - name: safety\n      check_missing_verification: true\n"
+        "      verification_tools: [lookup_order]\n      dangerous_tools: [issue_refund]\n")
+    evaluated = run_cli("evaluate", run_id, "--config", str(config), "--json", cwd=project)
+    assert evaluated.returncode == 0, evaluated.stderr
+    payload = json.loads(evaluated.stdout)
+    assert [c["evaluator"] for c in payload["comparisons"]] == ["agent_trace"]
+    assert any("MISSING_VERIFICATION_STEP" in r["labels"] for r in payload["regressions"])
+
+
+def test_capture_promote_files(walkthrough, tmp_path):
+    project, *_ = walkthrough
+    files = sorted(str(p) for p in (project / ".evalshift/captures").glob("*.jsonl"))
+    out = run_cli("capture", "promote", *files, "--suite-name", "promoted", "--base", str(tmp_path / "b"),
+                  "--json", cwd=project)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["added"] == 32
+    assert (tmp_path / "b/suites/promoted.jsonl").is_file()
