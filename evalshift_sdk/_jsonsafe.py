@@ -18,15 +18,22 @@ def _fallback(value: Any) -> Any:
         return list(value)
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
-    return repr(value)
+    return _safe_repr(value)
+
+
+def _safe_repr(value: Any) -> str:
+    try:
+        return repr(value)
+    except Exception:  # noqa: BLE001 - a host object's __repr__ may raise anything
+        return f"<unrepresentable {type(value).__qualname__}>"
 
 
 def dumps(value: Any) -> str:
-    """JSON text for ``value``; unserialisable parts become their ``repr``."""
+    """JSON text for ``value``; unserialisable parts become their ``repr`` (or a placeholder)."""
     try:
         return orjson.dumps(value, default=_fallback, option=orjson.OPT_NON_STR_KEYS).decode()
-    except (TypeError, orjson.JSONEncodeError):
-        return orjson.dumps(repr(value)).decode()
+    except Exception:  # noqa: BLE001 - model_dump/to_dict/repr of host objects may raise
+        return orjson.dumps(_safe_repr(value)).decode()
 
 
 def to_plain(value: Any) -> Any:
