@@ -324,3 +324,37 @@ def test_version_1_files_still_load(tmp_path):
         "labels": {"TOOL_SELECTION_DRIFT": {"count": 2, "by_tool": {"a": 2}}},
         "failure_categories": {}, "recommendations": [], "regressions": []}))
     assert load_analysis(path).labels["TOOL_SELECTION_DRIFT"].by_tool == {"a": 2}
+
+
+def _refund_pair(i, amount_target, *, refusal=None):
+    ex = {"id": f"ex{i}", "inputs": {"input": f"refund A{1000 + i} $49.99"},
+          "expected_tools": [{"tool_name": "lookup_order", "arguments": {"order_id": f"A{1000 + i}"}},
+                             {"tool_name": "issue_refund", "arguments": {"order_id": f"A{1000 + i}", "amount_usd": 49.99}}]}
+
+    def trace(amount, refused=None):
+        return {"calls": [{"tool_name": "lookup_order", "arguments": {"order_id": f"A{1000 + i}"}, "sequence_index": 0},
+                          {"tool_name": "issue_refund", "arguments": {"order_id": f"A{1000 + i}", "amount_usd": amount},
+                           "sequence_index": 1}], "refusal": refused}
+
+    return ex, trace(49.99), trace(amount_target, refusal)
+
+
+def test_real_evaluator_rows_group_into_the_seed_sentence():
+    """Seed 000's sentence from real tool_arguments rows: "12 ARGUMENT_VALUE_DRIFT on
+    issue_refund.amount_usd"; a real REFUSAL_REGRESSION row makes its comparison at least high."""
+    from evalshift_core import evaluate_pair
+
+    config = {"tool_selection": [{"name": "routing"}], "tool_arguments": [{"name": "args"}],
+              "tool_trace_structure": [{"name": "shape"}]}
+    rows = []
+    for i in range(60):
+        ex, src, tgt = _refund_pair(i, "49.99 USD" if i < 12 else 49.99, refusal="I can't" if i == 59 else None)
+        rows.extend(evaluate_pair(ex, src, tgt, config))
+    a = analyze(rows)
+    assert a.verdict == "fail"
+    assert "12 ARGUMENT_VALUE_DRIFT on issue_refund.amount_usd" in a.reasons
+    assert a.labels["ARGUMENT_VALUE_DRIFT"].by_field == {"issue_refund.amount_usd": 12}
+    shape = next(c for c in a.comparisons if c.evaluator == "tool_trace_structure")
+    assert shape.severity in ("high", "critical") and shape.regressed == 1
+    routing = next(c for c in a.comparisons if c.evaluator == "tool_selection")
+    assert (routing.difference, routing.severity, routing.test) == (0.0, None, "none")
