@@ -5,6 +5,8 @@ Tools keep a top-level ``strict`` only when set; tool_choice and parallel use An
 
 from __future__ import annotations
 
+import functools
+import inspect
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -26,7 +28,19 @@ from ._base import (
 DEFAULT_MAX_TOKENS = 4096
 """Anthropic requires max_tokens; used when the recording had none."""
 
-_NATIVE = {"thinking", "metadata", "service_tier", "container", "context_management"}
+_NATIVE = {"thinking", "metadata", "service_tier", "container", "context_management", "output_config",
+           "inference_geo", "speed", "cache_control"}
+
+
+@functools.lru_cache(maxsize=1)
+def sdk_accepts() -> frozenset[str]:
+    """Keyword arguments the installed SDK's ``messages.create`` takes. Newer SDKs dropped the
+    sampling knobs (temperature, top_p, top_k); a recorded one they cannot carry is dropped."""
+    try:
+        from anthropic.resources.messages import AsyncMessages
+    except ImportError:  # pragma: no cover
+        return frozenset()
+    return frozenset(inspect.signature(AsyncMessages.create).parameters)
 
 
 def _tool_use_id(raw: Any, fallback: str) -> str:
@@ -140,14 +154,18 @@ class AnthropicClient(BaseClient):
             choice = anthropic_tool_choice(cfg, dropped)
             if choice is not None:
                 body["tool_choice"] = choice
+        accepted = sdk_accepts()
         for key in ("temperature", "top_p", "top_k"):
             if key in s:
-                body[key] = s[key]
+                if key in accepted:
+                    body[key] = s[key]
+                else:
+                    dropped.append(key)
         if "stop" in s:
             body["stop_sequences"] = s["stop"]
         dropped.extend(k for k in ("seed", "presence_penalty", "frequency_penalty") if k in s)
         for key, value in cfg.native.items():
-            if key in _NATIVE:
+            if key in _NATIVE and key in accepted:
                 body[key] = value
             else:
                 dropped.append(key)
