@@ -628,7 +628,7 @@ def render_html(report: Mapping[str, Any]) -> str:
     css, js = _asset("report.css"), _asset("report.js")
     csp = (
         f"default-src 'none'; script-src {_csp_hash(js)}; style-src {_csp_hash(css)}; "
-        "img-src data:; base-uri 'none'; form-action 'none'"
+        "base-uri 'none'; form-action 'none'"
     )
     rows = report.get("examples") or []
     n_regressed = sum(1 for r in rows if r.get("regressions"))

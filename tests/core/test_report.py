@@ -303,3 +303,22 @@ def test_html_shares_a_text_budget_so_long_answers_cannot_blow_up_the_file():
     assert len(page) < 3_000_000  # the untrimmed text alone is 400 x 3 x 50,000 characters
     assert "more characters]" in page
     assert report["examples"][0]["source_text"] == long  # report.json keeps the whole text
+
+
+def test_open_report_hands_the_file_url_to_the_users_browser(tmp_path):
+    """`--open`: the report opens from file:// in whatever browser $BROWSER names."""
+    import os
+    import subprocess
+    import sys
+
+    seen = tmp_path / "seen.txt"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\necho "$1" > {seen}\n')
+    browser.chmod(0o755)
+    page = tmp_path / "my report.html"
+    page.write_text("<!doctype html>")
+    env = {**os.environ, "BROWSER": str(browser), "DISPLAY": ""}
+    code = f"from evalshift_core._report import open_report; print(open_report({str(page)!r}))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "True"
+    assert seen.read_text().strip() == page.as_uri()

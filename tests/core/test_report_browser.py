@@ -215,3 +215,97 @@ def test_first_screen_screenshot_is_saved_as_a_test_artifact(payload_report):
         shot.unlink(missing_ok=True)
         chromium(f"--screenshot={shot}", "--window-size=1280,900", "--hide-scrollbars", *extra, payload_report.as_uri())
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+class _Page:
+    """The Chrome DevTools Protocol over a websocket: just enough to press keys and read the page."""
+
+    def __init__(self, ws: object) -> None:
+        self._ws = ws
+        self._id = 0
+
+    def send(self, method: str, **params: object) -> dict:
+        import json
+
+        self._id += 1
+        self._ws.send(json.dumps({"id": self._id, "method": method, "params": params}))
+        while True:
+            reply = json.loads(self._ws.recv(timeout=30))
+            if reply.get("id") == self._id:
+                assert "error" not in reply, reply
+                return reply.get("result", {})
+
+    def js(self, expression: str) -> object:
+        return self.send("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
+
+    def press(self, key: str, code: str, key_code: int, text: str | None = None) -> None:
+        for kind in ("keyDown", "keyUp"):
+            params: dict[str, object] = {"type": kind, "key": key, "code": code, "windowsVirtualKeyCode": key_code}
+            if text and kind == "keyDown":
+                params["text"] = text
+            self.send("Input.dispatchKeyEvent", **params)
+
+    def tab_to(self, selector_js: str, limit: int = 60) -> int:
+        for presses in range(1, limit + 1):
+            self.press("Tab", "Tab", 9)
+            if self.js(f"document.activeElement === {selector_js}"):
+                return presses
+        raise AssertionError(f"{selector_js} is not reachable with Tab")
+
+
+@pytest.fixture
+def page(payload_report: Path):
+    import json
+    import time
+    import urllib.request
+
+    from websockets.sync.client import connect
+
+    exe = shutil.which("chromium")
+    if exe is None:
+        pytest.fail("chromium is not installed: run `make test` (it installs Debian's chromium)")
+    with tempfile.TemporaryDirectory() as profile:
+        proc = subprocess.Popen(
+            [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--disable-dev-shm-usage", "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
+             f"--user-data-dir={profile}", "--window-size=1280,900", payload_report.as_uri()],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        try:
+            port_file = Path(profile) / "DevToolsActivePort"
+            deadline = time.monotonic() + 30
+            while not (port_file.exists() and port_file.read_text().strip()):
+                assert time.monotonic() < deadline, "chromium did not open its DevTools port"
+                time.sleep(0.05)
+            port = port_file.read_text().split()[0]
+            while True:
+                targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10))
+                pages = [t for t in targets if t.get("type") == "page" and t["url"].startswith("file:")]
+                if pages:
+                    break
+                assert time.monotonic() < deadline, targets
+                time.sleep(0.05)
+            with connect(pages[0]["webSocketDebuggerUrl"], max_size=None) as ws:
+                p = _Page(ws)
+                while p.js("document.documentElement.getAttribute('data-rendered-ms')") is None:
+                    assert time.monotonic() < deadline, "the report's script never finished"
+                    time.sleep(0.05)
+                yield p
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+def test_filters_and_evidence_work_from_the_keyboard(page):
+    """Issue 8: filters keyboard-usable — reach them with Tab, change them with keys, see focus."""
+    page.tab_to("document.getElementById('f-label')")
+    assert page.js("getComputedStyle(document.activeElement).outlineStyle") == "solid"
+    page.press("ArrowDown", "ArrowDown", 40)
+    assert page.js("document.getElementById('f-label').value") == "ARGUMENT_VALUE_DRIFT"
+    assert page.js("document.getElementById('count').textContent").startswith("Showing 1–1 of 1 examples")
+    assert page.js("location.hash") == "#label=ARGUMENT_VALUE_DRIFT"
+    page.tab_to("document.querySelector('#rows summary')")
+    page.press("Enter", "Enter", 13, "\r")
+    assert page.js("document.querySelector('#rows details').open") is True
+    assert "issue_refund.amount_usd: 12.0 → \"12\"" in page.js("document.querySelector('#rows details').textContent")
