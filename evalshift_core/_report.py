@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from ._exceptions import InputError, RunNotFoundError
+from ._exceptions import InputError
 from ._io import atomic_write_bytes, atomic_write_json, iter_jsonl
 from ._models import Call, Example, ToolCall, ToolTrace
 
@@ -342,6 +342,7 @@ def build_report(
 
     ``scores`` (``scores.jsonl`` rows or ScoreRecords) is optional; without it the report has no
     score distributions. Single-shot rows carry no ``rounds`` key (seed 001, "Picking an evaluator").
+    Rows come regressions first, most severe first, then in suite order.
     """
     a = _as_dict(analysis)
     severity_of = {
@@ -710,7 +711,8 @@ def render_run_report(base: str | os.PathLike[str], run_id: str) -> Path:
     run_dir = run_dir_for(base, run_id)
     analysis_path = run_dir / "analysis.json"
     if not analysis_path.exists():
-        raise RunNotFoundError(f"run {run_id!r} has no analysis.json yet; run `evalshift evaluate {run_id}` first")
+        raise InputError(f"run {run_id!r} has no analysis yet; run `evalshift evaluate {run_id}` first",
+                         file=str(analysis_path))
     try:
         analysis = orjson.loads(analysis_path.read_bytes())
     except orjson.JSONDecodeError as exc:

@@ -5,13 +5,18 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import re
+import subprocess
+import sys
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from evalshift_core._exceptions import InputError
 from evalshift_core._io import atomic_write_json, atomic_write_jsonl
 from evalshift_core._models import Call, Example, FixtureResult, ToolCall, ToolTrace
 from evalshift_core._report import (
@@ -158,10 +163,12 @@ def test_text_evaluator_regression_gets_a_text_diff_and_tool_regression_a_trace_
     assert "text_diff" not in rows["u"] and rows["u"]["trace_diff"][0]["op"] == "removed"
 
 
-def test_text_diff_segments_rebuild_both_texts():
-    segments = text_diff("a b c d", "a x c d e")
-    assert "".join(t for op, t in segments if op != "+") == "a b c d"
-    assert "".join(t for op, t in segments if op != "-") == "a x c d e"
+@given(st.text(max_size=300), st.text(max_size=300))
+def test_text_diff_segments_rebuild_both_texts(source, target):
+    segments = text_diff(source, target)
+    assert "".join(t for op, t in segments if op != "+") == source
+    assert "".join(t for op, t in segments if op != "-") == target
+    assert all(t for _, t in segments)
 
 
 def test_banners_constraints_not_honoured_broken_harness_and_nothing_measured():
@@ -253,6 +260,15 @@ def test_write_report_writes_json_and_html(tmp_path):
     assert orjson.loads((tmp_path / "report.json").read_bytes())["examples"][0]["labels"] == ["TOOL_SELECTION_DRIFT"]
 
 
+def test_render_run_report_without_analysis_names_the_missing_file(tmp_path):
+    run_dir = tmp_path / "runs" / "run-1"
+    atomic_write_json(run_dir / "run.json", MANIFEST)
+    atomic_write_jsonl(run_dir / "examples.jsonl", [])
+    atomic_write_jsonl(run_dir / "raw.jsonl", [])
+    with pytest.raises(InputError, match="analysis.json: run 'run-1' has no analysis yet"):
+        render_run_report(tmp_path, "run-1")
+
+
 def test_render_run_report_rebuilds_both_files_from_the_run_directory(tmp_path):
     run_dir = tmp_path / "runs" / "run-1"
     ex = Example(id="e1", inputs={"input": "x"})
@@ -307,10 +323,6 @@ def test_html_shares_a_text_budget_so_long_answers_cannot_blow_up_the_file():
 
 def test_open_report_hands_the_file_url_to_the_users_browser(tmp_path):
     """`--open`: the report opens from file:// in whatever browser $BROWSER names."""
-    import os
-    import subprocess
-    import sys
-
     seen = tmp_path / "seen.txt"
     browser = tmp_path / "browser.sh"
     browser.write_text(f'#!/bin/sh\necho "$1" > {seen}\n')
