@@ -334,3 +334,30 @@ def test_open_report_hands_the_file_url_to_the_users_browser(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "True"
     assert seen.read_text().strip() == page.as_uri()
+
+
+def test_multi_round_replay_on_the_simulator_reports_one_line_per_round(demo_simulator, tmp_path):
+    """Seed 001: on a teacher-forced multi-round replay the report shows one line per round and
+    prefixes each trace-diff item with Round k:; single-shot pairs carry no rounds key."""
+    from evalshift_core import compare
+
+    urgent = Example(
+        id="urgent", inputs={"input": "URGENT: refund order D4004 ($89.90) immediately, wrong size."},
+        tools=[{"name": "lookup_order"}, {"name": "issue_refund"}],
+        expected_tool_rounds=[[{"tool_name": "lookup_order", "arguments": {"order_id": "D4004"}}],
+                              [{"tool_name": "issue_refund", "arguments": {"order_id": "D4004", "amount_usd": 89.9}}]],
+        tool_result_fixtures=[[{"tool_name": "lookup_order", "result": {"paid": 89.9}}],
+                              [{"tool_name": "issue_refund", "result": "ok"}]],
+    )
+    urgent = urgent.model_copy(update={"expected_tools": urgent.expected_tool_rounds[0]})
+    single = Example(id="single", inputs={"input": "Has order N1313 shipped?"}, tools=[{"name": "lookup_order"}],
+                     expected_tools=[{"tool_name": "lookup_order"}])
+    cmp = compare([urgent, single], source="openai:sim-baseline", target="openai:sim-candidate",
+                  config={"evaluators": {"tool_selection": [{"name": "routing"}]}}, out_dir=tmp_path,
+                  providers={"openai": {"base_url": demo_simulator.openai_base_url, "api_key": "k"}})
+    rows = {r["example_id"]: r for r in orjson.loads((cmp.run_dir / "report.json").read_bytes())["examples"]}
+    assert len(rows["urgent"]["tools_called"]) == rows["urgent"]["rounds"] == 3
+    assert rows["urgent"]["tools_called"][0] == "Round 1: lookup_order → issue_refund"
+    assert rows["urgent"]["tools_called"][2] == "Round 3: (none) → (none)"
+    assert rows["urgent"]["trace_diff"] and all(i["text"].startswith(f"Round {i['round']}: ") for i in rows["urgent"]["trace_diff"])
+    assert rows["single"]["tools_called"] == ["lookup_order → lookup_order"] and "rounds" not in rows["single"]
