@@ -178,6 +178,7 @@ def promote_example(
                             message_results.setdefault(str(p["id"]), p.get("response"))
         return message_results.get(call_id, _MISSING)
 
+    retried: list[str] = []
     if all(c.get("requested_tool_calls") is not None for c in calls):
         source: Literal["requested", "executed"] = "requested"
         recorded = [c["requested_tool_calls"] for c in calls]
@@ -196,6 +197,8 @@ def promote_example(
                         f"application; the retries are collapsed into one expected call"
                     )
                     kept[-1] = entry
+                    if entry["tool_name"] not in retried:
+                        retried.append(entry["tool_name"])
                 else:
                     kept.append(entry)
                 res = results_by_id.get(str(call.get("call_id"))) if call.get("call_id") else None
@@ -254,7 +257,6 @@ def promote_example(
                 )
 
     # Retry detection for expected_tool_count.
-    retried: list[str] = []
     seen_calls: set[bytes] = set()
     failed_tools: set[str] = set()
     for k, r in enumerate(recorded):
