@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from opentelemetry.context import Context
+
 from . import _attributes as A
 from ._guard import capture_internal_exceptions
 from ._jsonsafe import dumps
@@ -132,7 +134,9 @@ def turn(
                 if _implicit:
                     attrs[A.IMPLICIT_TURN] = True
                 name = f"invoke_agent {prompt_id}" if prompt_id else "invoke_agent"
-                span = rt.tracer.start_span(name, attributes=attrs)
+                # A new trace per turn, never a child of the host's current span: ingest groups
+                # by trace, and two turns inside one host request must stay two captures.
+                span = rt.tracer.start_span(name, context=Context(), attributes=attrs)
                 ctx = trace.set_span_in_context(span)
             state = TurnState(span=span, context=ctx, sampled=sampled)
     token = _current_turn.set(state) if state is not None else None
@@ -200,7 +204,7 @@ def _tool_span(
     if linked is not None:
         attrs[A.TOOL_CALL_ID] = str(linked)
     span = rt.tracer.start_span(
-        f"execute_tool {name}", context=state.context if state else None, attributes=attrs
+        f"execute_tool {name}", context=state.context if state else Context(), attributes=attrs
     )
     return span, state, linked
 
