@@ -245,3 +245,16 @@ def test_history_prefix_comes_before_the_rendered_prompt(sim, tmp_path):
     assert body["systemInstruction"]["parts"][0]["text"] == "Be brief."
     assert [(c["role"], c["parts"][0]["text"]) for c in body["contents"]] == [
         ("user", "hi"), ("model", "hello"), ("user", "Customer: refund A1001")]
+
+
+def test_gemini_3_recorded_calls_carry_the_documented_signature_bypass(tmp_path):
+    """Gemini 3 checks thought signatures on history function calls; a recorded call the model
+    never produced carries the documented bypass value."""
+    scripts = load_scripts({"gemini-3-base": SCRIPTS["base"]})
+    with Simulator(scripts) as sim:
+        run([multi_round_example()], source="gemini:gemini-3-base", target="gemini:gemini-3-base", base=tmp_path,
+            providers=providers_for(sim, "gemini"), progress=False)
+        bodies = [r["body"] for r in sim.served()]
+    parts = [p for b in bodies for c in b["contents"] for p in c["parts"] if "functionCall" in p]
+    assert len(parts) == 2 * (1 + 2)  # rounds 2 and 3 carry 1 and 2 recorded calls, per model
+    assert {p["thoughtSignature"] for p in parts} == {"skip_thought_signature_validator"}
