@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,8 +35,14 @@ class ExtractedTool:
 
     tool: Tool
     variable: str
-    line: int
-    index: int = 0
+    index: int
+    node: cst.CSTNode = field(repr=False)
+    _line_of: Callable[[cst.CSTNode], int] = field(repr=False)
+
+    @property
+    def line(self) -> int:
+        """1-based line of the tool dict (resolved only when a message needs it)."""
+        return self._line_of(self.node)
 
 
 @dataclass
@@ -173,16 +179,19 @@ def extract_tools(source: str, *, file: str = "<python>") -> list[ExtractedTool]
     computed. Nothing is imported or executed.
     """
     try:
-        wrapper = MetadataWrapper(cst.parse_module(source))
+        module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
         raise ConfigError(f"not valid Python: {exc.message}", file=file, line=exc.raw_line) from exc
-    positions = wrapper.resolve(PositionProvider)
+    positions: dict[str, Any] = {}
 
     def line_of(node: cst.CSTNode) -> int:
-        return positions[node].start.line
+        # Positions cost more than the parse itself, and only messages need them: resolve lazily.
+        if "map" not in positions:
+            positions["map"] = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        return positions["map"][node].start.line
 
     found: list[ExtractedTool] = []
-    for variable, value in _assignments(wrapper.module):
+    for variable, value in _assignments(module):
         if not isinstance(value, cst.List):
             continue
         if not any(not isinstance(el, cst.StarredElement) and _looks_like_tool(el.value) for el in value.elements):
@@ -204,7 +213,7 @@ def extract_tools(source: str, *, file: str = "<python>") -> list[ExtractedTool]
                 msg = exc.errors()[0]["msg"] if hasattr(exc, "errors") else str(exc)
                 raise ConfigError(str(msg).removeprefix("Value error, "), file=file, line=line_of(el.value),
                                   field=where) from None
-            found.append(ExtractedTool(tool=tool, variable=variable, line=line_of(el.value), index=i))
+            found.append(ExtractedTool(tool=tool, variable=variable, index=i, node=el.value, _line_of=line_of))
     return found
 
 
