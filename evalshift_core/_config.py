@@ -272,7 +272,7 @@ def _load_plain(text: str, file: str) -> Any:
 
 
 def _check_evaluator_types(evaluators: Any, *, file: str, root: Any) -> None:
-    """Unknown evaluator types are errors, pointed at the line of the type's own key."""
+    """Unknown evaluator types and options are errors, pointed at the line of their own key."""
     if not isinstance(evaluators, Mapping):
         return
     from .evaluators import REGISTRY
@@ -284,6 +284,29 @@ def _check_evaluator_types(evaluators: Any, *, file: str, root: Any) -> None:
                 f" (known: {', '.join(sorted(REGISTRY))})",
                 file=file, line=_line_of(root, ["evaluators", type_name]), field=f"evaluators.{type_name}",
             )
+        # Option typos get the exact line and the nearest option; the evaluator checks the values.
+        known = _evaluator_options(REGISTRY[type_name])
+        instances = evaluators[type_name]
+        if known is None or not isinstance(instances, list):
+            continue
+        for i, inst in enumerate(instances):
+            for key in inst if isinstance(inst, Mapping) else ():
+                if key not in known:
+                    loc = ["evaluators", type_name, i, key]
+                    raise ConfigError(
+                        f"unknown {type_name} option {key!r}{_did_you_mean(str(key), sorted(known))}",
+                        file=file, line=_line_of(root, loc), field=_format_loc(loc),
+                    )
+
+
+def _evaluator_options(cls: Any) -> frozenset[str] | None:
+    """The option keys an evaluator type accepts, when it declares them."""
+    options = getattr(cls, "options", None)
+    if not isinstance(options, (set, frozenset)):
+        return None
+    from .evaluators import _base
+
+    return frozenset(options) | frozenset(getattr(_base, "COMMON_OPTIONS", frozenset({"name", "severity_floor"})))
 
 
 def parse_config(text: str, *, file: str = CONFIG_FILE) -> Config:

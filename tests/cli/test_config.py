@@ -86,3 +86,14 @@ def test_missing_default_file_means_defaults(tmp_path, monkeypatch):
 def test_the_init_template_is_valid():
     cfg = parse_config(render_template())
     assert cfg.template_for("any-prompt-id") == "{input}"
+
+
+def test_typo_in_an_evaluator_option_names_its_line_and_nearest_option():
+    text = "evaluators:\n  tool_selection:\n    - name: routing\n      conformnce: expected\n"
+    assert _error(text) == ("evalshift.yaml:4: evaluators.tool_selection[0].conformnce: unknown tool_selection "
+                            "option 'conformnce'; did you mean 'conformance'?")
+
+
+def test_two_evaluators_with_one_name_are_refused_at_load():
+    text = "evaluators:\n  tool_selection:\n    - name: a\n    - name: a\n"
+    assert "named 'a'" in _error(text)
