@@ -396,7 +396,7 @@ def build_report(
         if fixtures := _fixture_lines(ex):
             row["tool_results"] = fixtures
         rows.append(row)
-    rows.sort(key=lambda r: -_severity_rank(r["severity"]) if r["regressions"] else 1)
+    rows.sort(key=lambda r: (not r["regressions"], -_severity_rank(r["severity"])))
     dropped = sorted({p for c in calls for p in c.dropped_params})
     # The chart agrees with the labels table: the analysis's counts when it has them.
     label_counts = Counter({
