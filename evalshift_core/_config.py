@@ -309,8 +309,12 @@ def _evaluator_options(cls: Any) -> frozenset[str] | None:
     return frozenset(options) | frozenset(getattr(_base, "COMMON_OPTIONS", frozenset({"name", "severity_floor"})))
 
 
-def parse_config(text: str, *, file: str = CONFIG_FILE) -> Config:
-    """Validate the text of an evalshift.yaml; errors name ``file``, line and field."""
+def parse_config(text: str, *, file: str = CONFIG_FILE, tools_dir: str | os.PathLike[str] | None = None) -> Config:
+    """Validate the text of an evalshift.yaml; errors name ``file``, line and field.
+
+    With ``tools_dir`` (the config's folder) each prompt's ``tools_path`` file is read and checked
+    too, so a missing or broken tool file fails at load, not in the middle of a run.
+    """
     data = _load_plain(text, file)
     root = _compose(text, file)
     if data is None:
@@ -331,7 +335,21 @@ def parse_config(text: str, *, file: str = CONFIG_FILE) -> Config:
     except ConfigError as exc:
         loc = _parse_field(exc.field or "evaluators")
         raise ConfigError(exc.message, file=file, line=_line_of(root, loc), field=exc.field) from exc
+    if tools_dir is not None:
+        _check_tool_files(config, Path(tools_dir), file=file, root=root)
     return config
+
+
+def _check_tool_files(config: Config, tools_dir: Path, *, file: str, root: Any) -> None:
+    from ._tools_file import load_tools_file
+
+    for i, prompt in enumerate(config.prompts):
+        if prompt.tools_path and not (tools_dir / prompt.tools_path).is_file():
+            loc = ["prompts", i, "tools_path"]
+            raise ConfigError(f"tool file {prompt.tools_path} not found (relative to {tools_dir})", file=file,
+                              line=_line_of(root, loc), field=_format_loc(loc))
+        if prompt.tools_path:
+            load_tools_file(tools_dir / prompt.tools_path)  # its own errors name the tool file and line
 
 
 def find_config(path: str | os.PathLike[str] | None = None) -> Path | None:
@@ -353,4 +371,4 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError("not UTF-8 text", file=str(p)) from exc
-    return parse_config(text, file=str(p))
+    return parse_config(text, file=str(p), tools_dir=p.resolve().parent)

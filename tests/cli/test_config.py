@@ -97,3 +97,16 @@ def test_typo_in_an_evaluator_option_names_its_line_and_nearest_option():
 def test_two_evaluators_with_one_name_are_refused_at_load():
     text = "evaluators:\n  tool_selection:\n    - name: a\n    - name: a\n"
     assert "named 'a'" in _error(text)
+
+
+def test_a_missing_tool_file_fails_at_load_naming_the_tools_path_line(tmp_path):
+    config = tmp_path / "evalshift.yaml"
+    config.write_text("prompts:\n  - id: replay\n    tools_path: tools.yaml\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(config)
+    assert str(info.value).startswith(f"{config}:3: prompts[0].tools_path: tool file tools.yaml not found")
+    (tmp_path / "tools.yaml").write_text("- name: lookup_order\n- description: nameless\n")
+    with pytest.raises(ConfigError, match=r"tools\.yaml:2: tools\[1\]: "):
+        load_config(config)
+    (tmp_path / "tools.yaml").write_text("- name: lookup_order\n")
+    assert load_config(config).prompts[0].tools_path == "tools.yaml"
