@@ -752,9 +752,18 @@ def render_compact_html(analysis: Any, report_path: str | os.PathLike[str]) -> s
     label_line = ", ".join(
         f"<code>{_e(k)}</code> × {_e((v or {}).get('count') if isinstance(v, Mapping) else v)}" for k, v in sorted(labels.items())
     )
+    # report.json beside the report has every banner (dropped_params needs the Call rows).
+    banner_list: list[Any] = list(a.get("banners") or [])
+    sibling = Path(report_path).with_name("report.json")
+    if sibling.is_file():
+        try:
+            banner_list = orjson.loads(sibling.read_bytes()).get("banners") or banner_list
+        except (orjson.JSONDecodeError, AttributeError, OSError):
+            pass
     banners = "".join(
-        f"<div style='border-left:4px solid {colour};padding:2px 8px;margin:4px 0'>{_e(b.get('title') if isinstance(b, Mapping) else b)}</div>"
-        for b in a.get("banners") or []
+        f"<div style='border-left:4px solid {colour};padding:2px 8px;margin:4px 0'>"
+        f"<strong>{_e(b.get('title') if isinstance(b, Mapping) else b)}</strong></div>"
+        for b in banner_list
     )
     return (
         "<div class='evalshift-compact' style='font-family:system-ui,sans-serif;line-height:1.4'>"

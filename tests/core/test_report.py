@@ -361,3 +361,10 @@ def test_multi_round_replay_on_the_simulator_reports_one_line_per_round(demo_sim
     assert rows["urgent"]["tools_called"][2] == "Round 3: (none) → (none)"
     assert rows["urgent"]["trace_diff"] and all(i["text"].startswith(f"Round {i['round']}: ") for i in rows["urgent"]["trace_diff"])
     assert rows["single"]["tools_called"] == ["lookup_order → lookup_order"] and "rounds" not in rows["single"]
+
+
+def test_compact_html_shows_the_banners_of_the_report_beside_it(tmp_path):
+    ex = Example(id="e1")
+    calls = [_call("e1", "source", _trace([])), _call("e1", "target", _trace([]), dropped_params=["tools.strict"])]
+    path = write_report(tmp_path, build_report(_analysis([]), [ex], calls, MANIFEST))
+    assert "<strong>Constraints not honoured</strong>" in render_compact_html(_analysis([]), path)
