@@ -131,7 +131,8 @@ def baseline_python(install: bool) -> Path | None:
     print(f"building {BASELINE_VENV} with {' '.join(BASELINE_PACKAGES)} (first run only) ...", flush=True)
     try:
         subprocess.run([sys.executable, "-m", "venv", str(BASELINE_VENV)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", *BASELINE_PACKAGES], check=True, timeout=900)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *BASELINE_PACKAGES], check=True, timeout=900,
+                       capture_output=True)
     except (subprocess.SubprocessError, OSError) as exc:
         print(f"could not build the baseline venv ({exc}); using reimplementations", flush=True)
         return None

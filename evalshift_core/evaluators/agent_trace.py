@@ -2,6 +2,7 @@
 
 Scores order similarity (LCS-normalised), per-field argument equality on matched calls and,
 with ``check_missing_verification``, dangerous calls made without a preceding verification.
+A timeline is scored whole (an external loop is not replayed round by round): no rounds key.
 """
 
 from __future__ import annotations

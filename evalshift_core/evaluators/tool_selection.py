@@ -164,9 +164,21 @@ class ToolSelection(Evaluator):
         truth: bool,
         rounds: list[int] | None,
     ) -> ScoreRecord:
+        if rounds is None:  # single-shot: the common case, kept lean
+            entry, labels = self._grade_round(example, source, target, 1, mode, truth)
+            if entry.get("skipped"):
+                return self.record(
+                    example, side=side, source_score=1.0, target_score=1.0, skipped=True,
+                    metadata={"mode": mode, "skipped": True, "reason": "no expected_tools on this example"},
+                )
+            metadata = {"mode": mode, "expected": entry["expected"]} if truth else {"mode": mode}
+            metadata["source"] = entry["source"]
+            metadata["target"] = entry["target"]
+            return self.record(example, side=side, source_score=entry["source_score"],
+                               target_score=entry["target_score"], labels=labels, metadata=metadata)
         per_round: list[dict[str, Any]] = []
-        labels: list[str] = []
-        for k in rounds or (1,):
+        labels = []
+        for k in rounds:
             entry, round_labels = self._grade_round(example, source, target, k, mode, truth)
             per_round.append(entry)
             labels.extend(round_labels)
@@ -176,15 +188,7 @@ class ToolSelection(Evaluator):
                 example, side=side, source_score=1.0, target_score=1.0, skipped=True,
                 metadata={"mode": mode, "skipped": True, "reason": "no expected_tools on this example"},
             )
-        metadata: dict[str, Any] = {"mode": mode}
-        if rounds is None:
-            entry = per_round[0]
-            if truth:
-                metadata["expected"] = entry["expected"]
-            metadata["source"] = entry["source"]
-            metadata["target"] = entry["target"]
-        else:
-            metadata["rounds"] = per_round
+        metadata = {"mode": mode, "rounds": per_round}
         return self.record(
             example,
             side=side,

@@ -112,3 +112,17 @@ def test_symmetric_modes_do_not_care_which_side_is_the_source(a, b):
             assert ab.metadata["order_similarity"] == ba.metadata["order_similarity"]
         else:
             assert ab.target_score == ba.target_score, ev.name
+
+
+SEMANTIC = build_evaluators({"semantic": [{}]})[0]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.one_of(st.none(), st.text(max_size=40)), st.one_of(st.none(), st.text(max_size=40)))
+def test_semantic_scores_stay_in_the_unit_interval_and_skip_only_both_empty(a, b):
+    [rec] = SEMANTIC.score(Example(id="p"), ToolTrace(final_text=a), ToolTrace(final_text=b))
+    assert 0.0 <= rec.target_score <= 1.0
+    both_empty = not (a or "").strip() and not (b or "").strip()
+    assert rec.skipped is both_empty
+    if a == b and not both_empty:
+        assert rec.target_score == 1.0
