@@ -530,7 +530,7 @@ def _histogram_svg(dist: Mapping[str, Any]) -> str:
     bins = int(dist["bins"])
     src, tgt = dist["source"], dist["target"]
     top = max(src + tgt + [1])
-    width, height, pad_l, pad_b, pad_t = 320, 150, 34, 28, 10
+    width, height, pad_l, pad_b, pad_t = 340, 160, 62, 34, 10
     plot_w, plot_h = width - pad_l - 6, height - pad_b - pad_t
     slot = plot_w / bins
     bar = (slot - 4) / 2
@@ -551,7 +551,9 @@ def _histogram_svg(dist: Mapping[str, Any]) -> str:
                 f"<title>{side} {lo:.1f}–{hi:.1f}: {counts[i]}</title></rect>"
             )
     for v in (0, 0.5, 1):
-        parts.append(f"<text class='tick' x='{pad_l + v * plot_w:.1f}' y='{height - 10}' text-anchor='middle'>{v:g}</text>")
+        parts.append(f"<text class='tick' x='{pad_l + v * plot_w:.1f}' y='{height - 12}' text-anchor='middle'>{v:g}</text>")
+    parts.append(f"<text class='tick' x='{pad_l + plot_w / 2:.1f}' y='{height - 1}' text-anchor='middle'>score</text>")
+    parts.append(f"<text class='tick' x='{pad_l - 4}' y='{pad_t + plot_h / 2:.1f}' text-anchor='end'>examples</text>")
     parts.append("</svg>")
     return (
         f"<figure><figcaption><code>{_e(name)}</code></figcaption>{''.join(parts)}"
