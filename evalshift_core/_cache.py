@@ -10,7 +10,6 @@ from pathlib import Path
 
 import orjson
 
-from ._io import atomic_write_bytes
 from .clients import ModelResponse, PreparedRequest
 
 CACHE_VERSION = 1
@@ -21,6 +20,7 @@ class ResponseCache:
 
     def __init__(self, base: str | os.PathLike[str]) -> None:
         self.root = Path(base) / "cache"
+        self._dirs: set[Path] = set()
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
@@ -41,6 +41,12 @@ class ResponseCache:
         return response
 
     def put(self, request: PreparedRequest, response: ModelResponse) -> None:
+        """Store one response. A plain write, not temp-and-rename: a file torn by a crash is not
+        valid JSON, which :meth:`get` reads as a miss, and the hot path saves two syscalls."""
+        path = self._path(request.cache_key())
+        if path.parent not in self._dirs:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._dirs.add(path.parent)
         record = {"cache_version": CACHE_VERSION, "provider": request.provider, "model": request.model,
-                  "endpoint": request.endpoint, "request": request.body, "response": response.to_json()}
-        atomic_write_bytes(self._path(request.cache_key()), orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS))
+                  "endpoint": request.endpoint, "response": response.to_json()}
+        path.write_bytes(orjson.dumps(record))

@@ -303,14 +303,16 @@ class _Replayer:
             await asyncio.sleep(delay)
         cost = self.prices.cost(str(unit.model), response.input_tokens, response.output_tokens) or 0.0
         self.tally.spent += cost
-        if self.cache is not None:
-            await asyncio.to_thread(self.cache.put, request, response)
         return response, False
 
-    async def replay(self, unit: Unit) -> Call:
-        """Every round of one unit; a model error in round k fails the example as ``round k/n``."""
+    async def replay(self, unit: Unit) -> tuple[Call, list[tuple[PreparedRequest, ModelResponse]]]:
+        """Every round of one unit; a model error in round k fails the example as ``round k/n``.
+
+        Also returns the fresh responses, for the writer to put in the cache.
+        """
         n = len(unit.requests)
         responses: list[ModelResponse] = []
+        fresh: list[tuple[PreparedRequest, ModelResponse]] = []
         all_cached = True
         for k, request in enumerate(unit.requests, start=1):
             try:
@@ -318,12 +320,15 @@ class _Replayer:
             except ModelCallError as err:
                 spent = Usage(input_tokens=sum(r.input_tokens for r in responses),
                               output_tokens=sum(r.output_tokens for r in responses))
-                return Call(example_id=unit.example.id, role=unit.role, model=str(unit.model),  # type: ignore[arg-type]
-                            error=f"round {k}/{n}: {err}", usage=spent, rounds=k,
-                            cost_usd=self._cost(unit, spent), dropped_params=list(request.dropped_params))
+                row = Call(example_id=unit.example.id, role=unit.role, model=str(unit.model),  # type: ignore[arg-type]
+                           error=f"round {k}/{n}: {err}", usage=spent, rounds=k,
+                           cost_usd=self._cost(unit, spent), dropped_params=list(request.dropped_params))
+                return row, fresh
             all_cached = all_cached and cached
             responses.append(response)
-        return self._row(unit, responses, all_cached)
+            if not cached:
+                fresh.append((request, response))
+        return self._row(unit, responses, all_cached), fresh
 
     def _cost(self, unit: Unit, usage: Usage) -> float:
         return self.prices.cost(str(unit.model), usage.input_tokens, usage.output_tokens) or 0.0
@@ -352,10 +357,19 @@ class _Replayer:
         )
 
 
-async def _append_rows(raw: Path, rows: list[Call]) -> None:
-    data = b"".join(orjson.dumps(r.model_dump(mode="json", exclude_none=True)) + b"\n" for r in rows)
+_Finished = tuple[Call, list[tuple[PreparedRequest, ModelResponse]]]
+
+
+async def _write(raw: Path, cache: ResponseCache | None, finished: list[_Finished]) -> None:
+    """Cache the fresh responses, then append the rows to raw.jsonl and fsync: one thread hop
+    per batch, so the event loop never waits on the disk."""
+    data = b"".join(orjson.dumps(row.model_dump(mode="json", exclude_none=True)) + b"\n" for row, _ in finished)
 
     def write() -> None:
+        if cache is not None:
+            for _, fresh in finished:
+                for request, response in fresh:
+                    cache.put(request, response)
         with open(raw, "ab") as fh:
             fh.write(data)
             fh.flush()
@@ -366,7 +380,7 @@ async def _append_rows(raw: Path, rows: list[Call]) -> None:
 
 async def _execute(units: list[Unit], replayer: _Replayer, raw: Path, concurrency: int, bar: Any) -> None:
     """Bounded workers replay units; a writer appends finished rows (batched, fsynced)."""
-    pending: asyncio.Queue[Call | None] = asyncio.Queue()
+    pending: asyncio.Queue[_Finished | None] = asyncio.Queue()
     todo = iter(units)
 
     async def worker() -> None:
@@ -379,10 +393,11 @@ async def _execute(units: list[Unit], replayer: _Replayer, raw: Path, concurrenc
             batch = [await pending.get()]
             while not pending.empty():
                 batch.append(pending.get_nowait())
-            rows = [r for r in batch if r is not None]
-            done = len(rows) < len(batch)
-            if rows:
-                await _append_rows(raw, rows)
+            finished = [f for f in batch if f is not None]
+            done = len(finished) < len(batch)
+            if finished:
+                await _write(raw, replayer.cache, finished)
+                rows = [row for row, _ in finished]
                 replayer.tally.rows.extend(rows)
                 bar.update(len(rows))
                 bar.set_postfix_str(f"${replayer.tally.spent:.4f} spent", refresh=False)

@@ -21,7 +21,8 @@ class Simulator:
     streamGenerateContent, each as JSON or SSE. ``latency_s`` delays every answered request;
     ``rate_limit_first=N`` answers the first N requests with ``error_status`` (429 by default)
     and ``rate_limit_every=N`` every Nth, with a ``retry-after`` header when ``retry_after``
-    is set. ``sim.requests`` logs every request received (path, body, provider, model, status).
+    is set. ``sim.requests`` logs every request received (path, body, provider, model, status,
+    received: a monotonic timestamp).
 
     >>> with Simulator(scripts) as sim:
     ...     client = openai.OpenAI(base_url=sim.openai_base_url, api_key="sim")
@@ -46,6 +47,9 @@ class Simulator:
         self.retry_after = retry_after
         self.error_status = error_status
         self.requests: list[dict[str, Any]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        """The most requests the simulator was answering at once (a check on client concurrency)."""
         self._lock = threading.Lock()
         self._count = 0
         self._server = _Server((host, port), _make_handler(self))
@@ -106,7 +110,7 @@ class Simulator:
             n = self._count
             limited = n <= self.rate_limit_first or (self.rate_limit_every > 0 and n % self.rate_limit_every == 0)
             entry = {"path": path, "body": body, "provider": provider, "model": model,
-                     "status": self.error_status if limited else 200}
+                     "status": self.error_status if limited else 200, "received": time.monotonic()}
             self.requests.append(entry)
             return n, entry, limited
 
@@ -140,7 +144,14 @@ class Simulator:
             status, err_headers, payload = _error(provider, self.error_status, "simulated rate limit")
             return status, err_headers | headers, payload
         if self.latency_s:
-            time.sleep(self.latency_s)
+            with self._lock:
+                self.in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            try:
+                time.sleep(self.latency_s)
+            finally:
+                with self._lock:
+                    self.in_flight -= 1
         try:
             reply = self.respond(request)
         except KeyError:

@@ -177,3 +177,52 @@ def test_resume_refuses_other_models(tmp_path):
         with pytest.raises(ReplayError, match="cannot resume"):
             run(examples(1), source="openai:base", target="openai:base", base=tmp_path, run_id="r",
                 providers=all_providers(sim), progress=False)
+
+
+def test_concurrency_bounds_requests_in_flight(tmp_path):
+    """Default 8 in flight; the simulator sees exactly the configured concurrency, never more."""
+    with Simulator(load_scripts(SCRIPTS), latency_s=0.1) as sim:
+        run(examples(12), source="openai:base", target="anthropic:cand", base=tmp_path,
+            providers=all_providers(sim), progress=False)
+        assert sim.max_in_flight == 8
+    with Simulator(load_scripts(SCRIPTS), latency_s=0.1) as sim:
+        run(examples(6), source="openai:base", target="anthropic:cand", base=tmp_path / "b",
+            providers=all_providers(sim), progress=False, concurrency=3)
+        assert sim.max_in_flight == 3
+
+
+def test_per_provider_rate_limit_spaces_requests(tmp_path):
+    """rate_limits: 600 requests a minute is one request every 100 ms for that provider."""
+    with Simulator(load_scripts(SCRIPTS)) as sim:
+        run(examples(3), source="openai:base", target="openai:cand", base=tmp_path, providers=all_providers(sim),
+            progress=False, rate_limits={"openai": 600})
+    stamps = sorted(r["received"] for r in sim.requests)
+    # admitted at 0, 100, ..., 500 ms; the first may arrive late (it opens the connection)
+    assert len(stamps) == 6 and stamps[-1] - stamps[0] >= 0.4
+    assert all(b - a >= 0.09 for a, b in zip(stamps[1:], stamps[2:]))
+
+
+def test_keys_and_base_urls_come_from_the_sdks_environment_variables(tmp_path, monkeypatch):
+    with Simulator(load_scripts(SCRIPTS)) as sim:
+        monkeypatch.setenv("OPENAI_BASE_URL", sim.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", sim.anthropic_base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-env")
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", sim.gemini_base_url)
+        monkeypatch.setenv("GEMINI_API_KEY", "g-env")
+        monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+        a = run(examples(1), source="openai:base", target="anthropic:cand", base=tmp_path, progress=False)
+        b = run(examples(1), source="gemini:gemini-base", target="gemini:gemini-cand", base=tmp_path, progress=False)
+        assert all(c.error is None for c in a.calls + b.calls)
+        assert sorted(r["provider"] for r in sim.served()) == ["anthropic", "gemini", "gemini", "openai"]
+
+
+def test_a_provider_model_entry_points_one_model_at_its_own_server(tmp_path):
+    """Any OpenAI-compatible server is an openai: model with a base URL, per model if need be."""
+    with Simulator(load_scripts({"base": SCRIPTS["base"]})) as main, Simulator(load_scripts({"cand": SCRIPTS["cand"]})) as local:
+        providers = {"openai": {"base_url": main.openai_base_url, "api_key": "k"},
+                     "openai:cand": {"base_url": local.openai_base_url}}
+        result = run(examples(2), source="openai:base", target="openai:cand", base=tmp_path, providers=providers,
+                     progress=False)
+        assert all(c.error is None for c in result.calls)
+        assert {r["model"] for r in main.requests} == {"base"} and {r["model"] for r in local.requests} == {"cand"}

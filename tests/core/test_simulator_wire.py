@@ -164,12 +164,11 @@ def test_latency_is_injected_per_request():
         assert time.perf_counter() - t0 >= 0.15
 
 
-def test_scripted_error_reply(sim):
+def test_scripted_error_reply():
     scripts = load_scripts({"m": [{"when": {}, "reply": {"error": {"status": 400, "message": "too long"}}}]})
-    with Simulator(scripts) as s:
-        with pytest.raises(anthropic.BadRequestError, match="too long"):
-            anthropic.Anthropic(base_url=s.anthropic_base_url, api_key="k", max_retries=0).messages.create(
-                model="m", max_tokens=5, messages=[{"role": "user", "content": USER}])
+    with Simulator(scripts) as s, pytest.raises(anthropic.BadRequestError, match="too long"):
+        anthropic.Anthropic(base_url=s.anthropic_base_url, api_key="k", max_retries=0).messages.create(
+            model="m", max_tokens=5, messages=[{"role": "user", "content": USER}])
 
 
 def test_unknown_model_is_a_404(sim):
