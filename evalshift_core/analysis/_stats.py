@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
 NORMALITY_ALPHA = 0.05
 """Shapiro-Wilk level below which the differences are treated as not normal."""
+EXACT_TIED_CUTOFF = 13
+"""scipy's ``wilcoxon`` enumerates every sign flip up to this many tied or zero differences."""
 
 
 @dataclass(frozen=True)
@@ -127,11 +129,20 @@ def clustered_standard_error(differences: ArrayLike, clusters: Sequence[Any]) ->
 def _wilcoxon(
     d: np.ndarray, reason: str, normality: float | None = None, *, tied_magnitudes: bool = False
 ) -> PairedTestResult:
+    import numpy as np
     from scipy import stats
 
     if tied_magnitudes:
         # Every non-zero |d| is equal: zeros carry nothing, and dropping them lets scipy go exact.
         d = d[d != 0]
+        m = d.size
+        if m <= EXACT_TIED_CUTOFF:
+            # scipy would enumerate all 2**m sign flips (seconds at m = 13); with every |d| tied
+            # that null distribution is Binomial(m, 1/2), so the same p-value comes directly.
+            positive = int(np.sum(d > 0))
+            statistic = min(positive, m - positive) * (m + 1) / 2
+            pvalue = float(stats.binomtest(positive, m).pvalue)
+            return PairedTestResult("wilcoxon", float(statistic), pvalue, reason, normality)
     res = stats.wilcoxon(d, zero_method="pratt")
     return PairedTestResult("wilcoxon", float(res.statistic), float(res.pvalue), reason, normality)
 
