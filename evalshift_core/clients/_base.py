@@ -6,10 +6,12 @@ Also the provider-neutral reading of a recorded ``generation_config`` (any provi
 from __future__ import annotations
 
 import asyncio
+import copy
 import email.utils
 import hashlib
 import json
 import os
+import random
 import re
 import time
 from collections.abc import Mapping
@@ -353,13 +355,26 @@ class BaseClient:
         return await self.send(self.prepare(model, messages, tools, generation_config))
 
     def complete(self, model: ModelRef, messages: list[dict[str, Any]], tools: list[Tool],
-                 generation_config: Mapping[str, Any]) -> ModelResponse:
-        """Blocking convenience over :meth:`acomplete` (not for use inside a running loop)."""
+                 generation_config: Mapping[str, Any], *, attempts: int = 4) -> ModelResponse:
+        """Blocking convenience over :meth:`acomplete` for one-off calls (the llm_judge), with a
+        few retries on 429/5xx/timeouts. Thread-safe: each call uses its own SDK client."""
+        request = self.prepare(model, messages, tools, generation_config)
+
         async def once() -> ModelResponse:
+            own = copy.copy(self)
+            own._sdk = own._sdk_loop = None
             try:
-                return await self.acomplete(model, messages, tools, generation_config)
+                for attempt in range(attempts):
+                    try:
+                        return await own.send(request)
+                    except ModelCallError as err:
+                        if not err.retryable or attempt == attempts - 1:
+                            raise
+                        delay = err.retry_after if err.retry_after is not None else 0.5 * 2**attempt
+                        await asyncio.sleep(delay * (1 + random.random() * 0.1))
+                raise AssertionError("unreachable")
             finally:
-                await self.aclose()
+                await own.aclose()
 
         return asyncio.run(once())
 

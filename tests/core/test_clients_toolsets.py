@@ -210,3 +210,17 @@ def test_retry_after_http_date_is_read_as_seconds_from_now():
 
     date = email.utils.formatdate(time.time() + 30, usegmt=True)
     assert 28 <= classify_error(_StatusError(429, {"retry-after": date})).retry_after <= 31
+
+
+def test_blocking_complete_works_from_threads_and_retries_a_429():
+    """The llm_judge calls complete() from worker threads; each call stands alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    messages = [{"role": "user", "parts": [{"type": "text", "content": "hi"}]}]
+    with Simulator(load_scripts({"m": [{"when": {}, "reply": {"text": "fine"}}]}), rate_limit_first=1,
+                   retry_after=0.01) as sim:
+        client = make_client("anthropic", {"base_url": sim.anthropic_base_url, "api_key": "k"})
+        with ThreadPoolExecutor(4) as pool:
+            texts = list(pool.map(lambda _: client.complete(route("anthropic:m"), messages, [], {}).text, range(6)))
+        assert texts == ["fine"] * 6
+        assert [r["status"] for r in sim.requests].count(429) == 1
