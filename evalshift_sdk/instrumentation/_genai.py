@@ -234,6 +234,9 @@ class ModelCall:
 class Accumulator:
     """Folds a stream's chunks into the keyword arguments of :meth:`ModelCall.finish`."""
 
+    stream: Any = None
+    """The host's stream object, for SDKs whose helpers read it around the proxy."""
+
     def on_chunk(self, chunk: Any) -> None:  # pragma: no cover - interface
         raise NotImplementedError
 
@@ -453,7 +456,9 @@ def _respond(
     try:
         with capture_internal_exceptions(site + ".response"):
             if accumulator is not None:
-                out = proxy_cls(result, call, accumulator())
+                acc = accumulator()
+                acc.stream = result
+                out = proxy_cls(result, call, acc)
             else:
                 finish(call, result)
     finally:

@@ -1,7 +1,7 @@
 """Instrumentation of the official ``anthropic`` client: Messages ``create``, ``parse``, ``stream``.
 
-``messages.stream()`` posts on its own (not through ``create``), so it is observed by hooking
-the request its stream manager makes when entered: one span per stream either way.
+``messages.stream()`` posts on its own (not through ``create``), so its stream manager is
+observed instead: one span per stream either way.
 """
 
 from __future__ import annotations
@@ -12,10 +12,13 @@ from typing import Any
 import wrapt
 
 from .._guard import capture_internal_exceptions
+from .._runtime import get_runtime
 from . import DidNotEnable
 from ._genai import (
     Accumulator,
+    AsyncStreamProxy,
     ModelCall,
+    SyncStreamProxy,
     as_mapping,
     given,
     is_sentinel,
@@ -198,6 +201,16 @@ class MessagesAccumulator(Accumulator):
                 self.output_tokens = usage.output_tokens
 
     def result(self) -> dict[str, Any]:
+        # messages.stream()'s MessageStream: text_stream and get_final_message() read it
+        # directly, past the proxy, so its own snapshot is the complete record.
+        snapshot = None
+        if hasattr(type(self.stream), "current_message_snapshot"):
+            try:
+                snapshot = self.stream.current_message_snapshot
+            except Exception:  # noqa: BLE001 - asserts before the first event arrived
+                snapshot = None
+        if snapshot is not None:
+            return finish_kwargs(snapshot)
         texts: list[str] = []
         calls: list[dict[str, Any]] = []
         for _, b in sorted(self.blocks.items()):
@@ -240,33 +253,84 @@ async def _acreate(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     return await observe_async("anthropic.messages", wrapped, args, kwargs, _start, _finish, acc)
 
 
+class _StreamManagerProxy(wrapt.ObjectProxy):  # type: ignore[misc]
+    """``messages.stream()``'s manager: the request is made on ``__enter__``; the stream the
+    host gets back is proxied, and the span ends when the manager exits at the latest.
+
+    Observing the manager (not the request inside it) works across releases: anthropic < 0.4x
+    rebuilds its MessageStream from the raw response, dropping any wrapper put around that.
+    """
+
+    def __init__(self, wrapped: Any, kwargs: Mapping[str, Any]) -> None:
+        super().__init__(wrapped)
+        self._self_kwargs = kwargs
+        self._self_stream: Any = None
+
+    def _self_start(self) -> ModelCall | None:
+        call = None
+        with capture_internal_exceptions("anthropic.messages.stream.request"):
+            call = _start_from(self._self_kwargs, True)
+        return call
+
+    def _self_observe(self, call: ModelCall | None, stream: Any, proxy_cls: Any) -> Any:
+        if call is None:
+            return stream
+        out = stream
+        with capture_internal_exceptions("anthropic.messages.stream.response"):
+            acc = MessagesAccumulator()
+            acc.stream = stream
+            out = self._self_stream = proxy_cls(stream, call, acc)
+        if out is stream:
+            call.abandon()
+        return out
+
+    def _self_end(self, exc: BaseException | None) -> None:
+        proxy, self._self_stream = self._self_stream, None
+        if proxy is not None:
+            proxy._self_end(exc, incomplete=False)
+
+    def __enter__(self) -> Any:
+        call = self._self_start()
+        try:
+            stream = self.__wrapped__.__enter__()
+        except BaseException as exc:
+            if call is not None:
+                with capture_internal_exceptions("anthropic.messages.stream.error"):
+                    call.fail(exc)
+            raise
+        return self._self_observe(call, stream, SyncStreamProxy)
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
+        try:
+            return self.__wrapped__.__exit__(exc_type, exc, tb)
+        finally:
+            self._self_end(exc)
+
+    async def __aenter__(self) -> Any:
+        call = self._self_start()
+        try:
+            stream = await self.__wrapped__.__aenter__()
+        except BaseException as exc:
+            if call is not None:
+                with capture_internal_exceptions("anthropic.messages.stream.error"):
+                    call.fail(exc)
+            raise
+        return self._self_observe(call, stream, AsyncStreamProxy)
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
+        try:
+            return await self.__wrapped__.__aexit__(exc_type, exc, tb)
+        finally:
+            self._self_end(exc)
+
+
 def _stream(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     manager = wrapped(*args, **kwargs)
+    out = manager
     with capture_internal_exceptions("anthropic.messages.stream"):
-        attr = f"_{type(manager).__name__}__api_request"
-        original = getattr(manager, attr)
-
-        def start(_a: Any, _k: Any) -> ModelCall | None:
-            return _start_from(kwargs, True)
-
-        if callable(original):  # sync: a request made when the manager is entered
-
-            def api_request() -> Any:
-                return observe_sync("anthropic.messages", original, (), {}, start, _finish, MessagesAccumulator)
-
-            setattr(manager, attr, api_request)
-        else:  # async: a coroutine the manager awaits in __aenter__
-
-            async def awaited() -> Any:
-                return await original
-
-            async def api_request_async() -> Any:
-                return await observe_async(
-                    "anthropic.messages", awaited, (), {}, start, _finish, MessagesAccumulator
-                )
-
-            setattr(manager, attr, api_request_async())
-    return manager
+        if get_runtime() is not None:
+            out = _StreamManagerProxy(manager, kwargs)
+    return out
 
 
 def _version() -> tuple[int, ...]:
@@ -278,15 +342,16 @@ def _version() -> tuple[int, ...]:
 def instrument() -> None:
     if _version() < MIN_VERSION:
         raise DidNotEnable(f"anthropic {_version()} is older than the oldest supported {MIN_VERSION}")
-    from anthropic.resources.messages import messages as mod
+    # A package since 0.4x, a module before: both export the two resource classes.
+    from anthropic.resources.messages import AsyncMessages, Messages
 
     for owner, attr, wrapper in (
-        (mod.Messages, "create", _create),
-        (mod.AsyncMessages, "create", _acreate),
-        (mod.Messages, "parse", _create),
-        (mod.AsyncMessages, "parse", _acreate),
-        (mod.Messages, "stream", _stream),
-        (mod.AsyncMessages, "stream", _stream),
+        (Messages, "create", _create),
+        (AsyncMessages, "create", _acreate),
+        (Messages, "parse", _create),
+        (AsyncMessages, "parse", _acreate),
+        (Messages, "stream", _stream),
+        (AsyncMessages, "stream", _stream),
     ):
         original = owner.__dict__.get(attr)
         if original is None or isinstance(original, wrapt.FunctionWrapper):

@@ -7,9 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sdk_support import FIXTURES, read_spans
-
-from evalshift_core.simulator._cassette import CassetteServer
+from sdk_support import FIXTURES, CassetteServer, read_spans
 
 
 @pytest.fixture

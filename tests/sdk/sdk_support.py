@@ -3,10 +3,32 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
-from evalshift_core.simulator._cassette import CassetteServer
+
+def _cassette_module() -> Any:
+    """The cassette server; loaded by path when the core's dependencies are not installed
+    (the oldest-provider test environment installs only what the SDK needs)."""
+    try:
+        from evalshift_core.simulator import _cassette
+    except ImportError:
+        import importlib.util
+
+        path = Path(__file__).resolve().parents[2] / "evalshift_core" / "simulator" / "_cassette.py"
+        spec = importlib.util.spec_from_file_location("evalshift_cassette", path)
+        assert spec is not None and spec.loader is not None
+        _cassette = importlib.util.module_from_spec(spec)
+        sys.modules["evalshift_cassette"] = _cassette
+        spec.loader.exec_module(_cassette)
+    return _cassette
+
+
+_cassette = _cassette_module()
+CassetteServer = _cassette.CassetteServer
+Interaction = _cassette.Interaction
+request_kwargs = _cassette.request_kwargs
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 API_KEY = "sk-test-SECRET-KEY-0123456789"
@@ -95,8 +117,12 @@ def in_process_openai(*, aio: bool = False, echo: bool = False) -> Any:
     """A real openai client over an in-process transport (no sockets). With ``echo`` the
     first tool call's arguments carry the request's last user message, so a test can check
     that each response's span sits in the turn that sent it."""
-    import httpx2
     import openai
+
+    try:  # openai 3.x ships on httpx2; the 1.x releases on httpx
+        import httpx2
+    except ImportError:
+        import httpx as httpx2  # type: ignore[no-redef]
 
     def reply(request: Any) -> Any:
         body = dict(TOOL_CALL_COMPLETION)
@@ -115,3 +141,15 @@ def in_process_openai(*, aio: bool = False, echo: bool = False) -> Any:
         return openai.AsyncOpenAI(api_key=API_KEY, base_url="http://in-process/v1", http_client=http, max_retries=0)
     http = httpx2.Client(transport=httpx2.MockTransport(reply))
     return openai.OpenAI(api_key=API_KEY, base_url="http://in-process/v1", http_client=http, max_retries=0)
+
+
+def chat_helpers(client: Any) -> Any:
+    """Where ``parse`` and ``stream`` live: ``chat.completions`` (openai >= 1.92) or ``beta``."""
+    if hasattr(client.chat.completions, "stream"):
+        return client.chat.completions
+    return client.beta.chat.completions
+
+
+def omit_of(module: Any) -> Any:
+    """The SDK's "not given" sentinel (``omit`` in recent releases, ``NOT_GIVEN`` before)."""
+    return getattr(module, "omit", None) or module.NOT_GIVEN

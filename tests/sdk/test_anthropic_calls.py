@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 
-from sdk_support import anthropic_client
+from sdk_support import CassetteServer, Interaction, anthropic_client, omit_of, request_kwargs
 
 import evalshift_sdk
-from evalshift_core.simulator._cassette import CassetteServer, Interaction, request_kwargs
 
 
 def test_text_and_parallel_tool_use_in_one_span(capture_dir, spans, replay):
@@ -167,7 +166,7 @@ def test_omit_sentinels_are_not_recorded(capture_dir, spans, replay):
 
     server = replay("anthropic/messages_parallel_tool_use.yaml")
     kwargs = request_kwargs(server.interactions[0])
-    anthropic_client(server).messages.create(**kwargs, stop_sequences=anthropic.omit, service_tier=anthropic.NOT_GIVEN)
+    anthropic_client(server).messages.create(**kwargs, stop_sequences=omit_of(anthropic), tool_choice=anthropic.NOT_GIVEN)
     [chat] = spans("chat")
     config = chat["attrs"]["evalshift.generation_config"]
-    assert "stop_sequences" not in config and "service_tier" not in config
+    assert "stop_sequences" not in config and "tool_choice" not in config

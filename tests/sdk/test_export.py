@@ -13,10 +13,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from sdk_support import API_KEY, FIXTURES, anthropic_client, genai_client, openai_client, read_spans
+from sdk_support import (
+    API_KEY,
+    FIXTURES,
+    CassetteServer,
+    anthropic_client,
+    genai_client,
+    openai_client,
+    read_spans,
+    request_kwargs,
+)
 
 import evalshift_sdk
-from evalshift_core.simulator._cassette import CassetteServer, request_kwargs
 
 
 def _names(spans) -> list[str]:
@@ -194,8 +202,7 @@ def test_host_opentelemetry_setup_is_untouched(tmp_path):
         host_provider.add_span_processor(SimpleSpanProcessor(host_exporter))
         trace.set_tracer_provider(host_provider)
         import evalshift_sdk
-        from evalshift_core.simulator._cassette import CassetteServer, request_kwargs
-        from sdk_support import FIXTURES, anthropic_client
+                from sdk_support import FIXTURES, anthropic_client
         evalshift_sdk.init({str(tmp_path)!r}, enabled=True)
         assert trace.get_tracer_provider() is host_provider
         with trace.get_tracer("host").start_as_current_span("host request") as host_span:

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sdk_support import openai_client, read_spans
+from sdk_support import CassetteServer, Interaction, openai_client, read_spans
 
 import evalshift_sdk
-from evalshift_core.simulator._cassette import CassetteServer, Interaction
 from evalshift_sdk import _exporter, _runtime
 from evalshift_sdk.instrumentation import _genai
 from evalshift_sdk.instrumentation import openai as openai_instr

@@ -1,6 +1,8 @@
-"""Every google-genai call shape, through the real client, against recorded responses."""
+"""Every google-genai call shape, through the real client, against recorded responses.
 
-from __future__ import annotations
+No ``from __future__ import annotations``: older google-genai releases cannot read string
+annotations when they declare a Python function for automatic function calling.
+"""
 
 import asyncio
 
@@ -15,7 +17,7 @@ WEATHER = types.Tool(
         types.FunctionDeclaration(
             name="get_weather",
             description="Get current weather information for a given location",
-            parameters_json_schema={"type": "object", "properties": {"location": {"type": "string"}}},
+            parameters=types.Schema(type="OBJECT", properties={"location": types.Schema(type="STRING")}),
         )
     ]
 )
@@ -82,10 +84,10 @@ def test_automatic_function_calling_records_each_round_in_one_turn(capture_dir, 
     server = replay("gemini/generate_content_function_call_roundtrip_afc.yaml")
 
     @evalshift_sdk.tool
-    def get_weather(location: str, unit: str = "fahrenheit") -> dict:
+    def get_weather(location: str) -> dict:
         """This function will be automatically executed by Google GenAI.
         It must return a JSON-serializable value."""
-        return {"location": location, "temperature": 65, "unit": unit, "condition": "foggy", "humidity": "85%"}
+        return {"location": location, "temperature": 65, "unit": "fahrenheit", "condition": "foggy", "humidity": "85%"}
 
     client = genai_client(server)  # held: a dropped genai Client closes its HTTP client
     response = client.models.generate_content(

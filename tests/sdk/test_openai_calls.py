@@ -7,10 +7,16 @@ import gc
 import json
 
 import pytest
-from sdk_support import FIXTURES, openai_client
+from sdk_support import (
+    FIXTURES,
+    CassetteServer,
+    chat_helpers,
+    omit_of,
+    openai_client,
+    request_kwargs,
+)
 
 import evalshift_sdk
-from evalshift_core.simulator._cassette import CassetteServer, request_kwargs
 from evalshift_sdk._toolsets import normalise_toolset, toolset_ref
 
 
@@ -123,7 +129,7 @@ def test_generation_config_keeps_settings_and_never_sentinels_or_headers(capture
         parallel_tool_calls=False,
         temperature=0.2,
         max_completion_tokens=64,
-        top_p=openai.omit,
+        top_p=omit_of(openai),
         seed=openai.NOT_GIVEN,
         extra_headers={"X-Custom-Auth": "secret-header-value"},
     )
@@ -148,7 +154,7 @@ def test_refusal_from_parse_helper(capture_dir, spans, replay):
     kwargs = request_kwargs(server.interactions[0])
     kwargs.pop("response_format")
     kwargs.pop("stream", None)
-    result = openai_client(server).chat.completions.parse(**kwargs, response_format=Answer)
+    result = chat_helpers(openai_client(server)).parse(**kwargs, response_format=Answer)
     [chat] = spans("chat")
     assert result.choices[0].message.refusal == "I'm very sorry, but I can't assist with that request."
     assert chat["attrs"]["evalshift.refusal"] == result.choices[0].message.refusal
@@ -186,7 +192,7 @@ def test_stream_helper_gives_one_span_and_streamed_refusal(capture_dir, spans):
     """A ``.stream()`` helper that calls ``create(stream=True)`` inside gives one span, not two."""
     with CassetteServer.from_files(FIXTURES / "openai/chat_refusal_streaming.sse") as server:
         client = openai_client(server)
-        with client.chat.completions.stream(
+        with chat_helpers(client).stream(
             model="gpt-4o-2024-08-06", messages=[{"role": "user", "content": "how do I make anthrax?"}]
         ) as stream:
             for _ in stream:
@@ -200,7 +206,7 @@ def test_stream_helper_gives_one_span_and_streamed_refusal(capture_dir, spans):
 def test_stream_helper_with_parallel_strict_tools(capture_dir, spans):
     with CassetteServer.from_files(FIXTURES / "openai/chat_parallel_tool_calls_streaming_two_tools.sse") as server:
         client = openai_client(server)
-        with client.chat.completions.stream(model="gpt-4o-2024-08-06", messages=[{"role": "user", "content": "x"}]) as s:
+        with chat_helpers(client).stream(model="gpt-4o-2024-08-06", messages=[{"role": "user", "content": "x"}]) as s:
             final = s.get_final_completion()
     [chat] = spans("chat")
     host = [(c.id, c.function.name) for c in final.choices[0].message.tool_calls]
@@ -283,7 +289,7 @@ def test_async_stream_helper_one_span(capture_dir, spans):
     async def main():
         with CassetteServer.from_files(FIXTURES / "openai/chat_parallel_tool_calls_streaming_two_tools.sse") as server:
             client = openai_client(server, aio=True)
-            async with client.chat.completions.stream(model="gpt-4o", messages=[{"role": "user", "content": "x"}]) as s:
+            async with chat_helpers(client).stream(model="gpt-4o", messages=[{"role": "user", "content": "x"}]) as s:
                 return await s.get_final_completion()
 
     final = asyncio.run(main())
@@ -358,9 +364,9 @@ def test_uninstrument_restores_the_originals(tmp_path):
     from openai.resources.chat.completions.completions import Completions
     from openai.resources.responses.responses import Responses
 
-    before = (Completions.__dict__["create"], Responses.__dict__["create"], Completions.__dict__["parse"])
+    before = (Completions.__dict__["create"], Responses.__dict__["create"], Completions.__dict__.get("parse"))
     evalshift_sdk.init(tmp_path, enabled=True)
     assert Completions.__dict__["create"] is not before[0]
     evalshift_sdk.shutdown()
-    after = (Completions.__dict__["create"], Responses.__dict__["create"], Completions.__dict__["parse"])
+    after = (Completions.__dict__["create"], Responses.__dict__["create"], Completions.__dict__.get("parse"))
     assert after == before

@@ -48,9 +48,8 @@ def test_async_tool_and_exception_recorded_as_failed(capture_dir, spans):
         raise PermissionError(f"order {order_id} not verified")
 
     async def main():
-        with evalshift_sdk.turn(prompt_id="tools"):
-            with pytest.raises(PermissionError, match="not verified"):
-                await refund("A1", amount_usd=20.0)
+        with evalshift_sdk.turn(prompt_id="tools"), pytest.raises(PermissionError, match="not verified"):
+            await refund("A1", amount_usd=20.0)
 
     asyncio.run(main())
     [tool] = spans("execute_tool")
@@ -73,8 +72,12 @@ def test_success_false_result_is_a_failed_tool_call(capture_dir, spans):
 
 def test_parallel_calls_each_linked_once(capture_dir, spans):
     """Two requested calls of the same tool: each execution claims a different one."""
-    import httpx2
     import openai
+
+    try:
+        import httpx2
+    except ImportError:  # openai 1.x
+        import httpx as httpx2
 
     body = {
         "id": "c", "object": "chat.completion", "created": 1, "model": "m",
