@@ -35,6 +35,7 @@ from ._suite import DEFAULT_BASE, read_sidecar, suite_path, toolset_path, write_
 STATE_FILE = "sync-state.json"
 LOCK_FILE = ".sync.lock"
 STATE_VERSION = 1
+MAX_WARNINGS = 1000
 
 
 @dataclass
@@ -48,7 +49,12 @@ class SyncResult:
     unchanged: int = 0
     """Promoted turns already in their suite (by example id)."""
     warnings: list[str] = field(default_factory=list)
-    """Everything a user should read: promotion warnings, skipped lines (file:line)."""
+    """Everything a user should read: promotion warnings, skipped lines (file:line).
+
+    At most ``MAX_WARNINGS``; past that they are counted in ``warnings_dropped`` and one last
+    line says how many, so a sync of a million turns stays bounded in memory."""
+    warnings_dropped: int = 0
+    """Warnings beyond ``MAX_WARNINGS``, counted but not kept."""
     held_back: int = 0
     """Turns whose root span has not ended yet, left for the next sync."""
     spans: int = 0
@@ -60,7 +66,9 @@ class _SuiteWriter:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.known: set[str] = set()
+        # Ids as their 64-bit hashes: merge-by-id needs one set entry per example of the suite,
+        # and an int entry is half the memory of the id string (a collision has odds ~n²/2^65).
+        self.known: set[int] = set()
         self.added = 0
         self._tmp: IO[bytes] | None = None
         self._tmp_path: Path | None = None
@@ -73,10 +81,11 @@ class _SuiteWriter:
                         except orjson.JSONDecodeError:
                             continue  # load_suite reports it, with its line, when the suite is used
                         if isinstance(row, dict) and "id" in row:
-                            self.known.add(str(row["id"]))
+                            self.known.add(hash(str(row["id"])))
 
     def add(self, example: dict[str, Any]) -> bool:
-        if example["id"] in self.known:
+        key = hash(example["id"])
+        if key in self.known:
             return False
         if self._tmp is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -89,7 +98,7 @@ class _SuiteWriter:
                 if existing and not existing.endswith(b"\n"):
                     self._tmp.write(b"\n")
         self._tmp.write(orjson.dumps(example) + b"\n")
-        self.known.add(example["id"])
+        self.known.add(key)
         self.added += 1
         return True
 
@@ -125,7 +134,10 @@ class _Promoter:
         self.current: FilePosition | None = None
 
     def warn(self, message: str) -> None:
-        self.result.warnings.append(message)
+        if len(self.result.warnings) < MAX_WARNINGS:
+            self.result.warnings.append(message)
+        else:
+            self.result.warnings_dropped += 1
 
     def _lookup(self, ref: str, capture: Capture, capture_dir: Path) -> list[dict[str, Any]] | None:
         if ref in capture.toolsets:
@@ -157,7 +169,8 @@ class _Promoter:
             capture, rounds=self.rounds, names_only=self.names_only,
             toolsets=lambda ref: self._lookup(ref, capture, capture_dir),
         )
-        self.result.warnings.extend(warnings)
+        for message in warnings:
+            self.warn(message)
         if record is None:
             return
         ref = record.get("toolset_ref")
@@ -224,6 +237,8 @@ class _Promoter:
                 gc.enable()
             bar.close()
         self.result.held_back = assembler.held_back_turns
+        if self.result.warnings_dropped:
+            self.result.warnings.append(f"... and {self.result.warnings_dropped} more warnings")
 
 
 def _load_state(base: Path) -> dict[str, Any] | None:
