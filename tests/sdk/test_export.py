@@ -202,7 +202,7 @@ def test_host_opentelemetry_setup_is_untouched(tmp_path):
         host_provider.add_span_processor(SimpleSpanProcessor(host_exporter))
         trace.set_tracer_provider(host_provider)
         import evalshift_sdk
-                from sdk_support import FIXTURES, anthropic_client
+        from sdk_support import FIXTURES, CassetteServer, anthropic_client, request_kwargs
         evalshift_sdk.init({str(tmp_path)!r}, enabled=True)
         assert trace.get_tracer_provider() is host_provider
         with trace.get_tracer("host").start_as_current_span("host request") as host_span:
