@@ -6,7 +6,6 @@ Exit codes: 0 done (a failing verdict is still 0 unless ``--fail-on-regression``
 
 from __future__ import annotations
 
-import inspect
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -22,6 +21,7 @@ EXIT_USER_ERROR = 1
 EXIT_REGRESSION = 2
 
 DEFAULT_BASE = ".evalshift"
+MAX_LISTED_REGRESSIONS = 25  # the terminal gets a summary; the report and --json have every row
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -53,21 +53,8 @@ def _config_dir(path: str | None) -> Path:
     return found.resolve().parent if found is not None else Path.cwd()
 
 
-def _supported_options(fn: Callable[..., Any], options: Mapping[str, Any]) -> dict[str, Any]:
-    """The options ``fn`` accepts; an option the user set that it does not take is a clear error."""
-    params = inspect.signature(fn).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return dict(options)
-    unsupported = [k for k in options if k not in params]
-    if unsupported:
-        flag = "--" + unsupported[0].replace("_", "-")
-        raise EvalShiftError(f"{flag} is not supported by this version of evalshift run")
-    return dict(options)
-
-
 def _run_options(concurrency: int | None, max_cost: float | None, no_cache: bool) -> dict[str, Any]:
-    from ._run import run
-
+    """The replay options the user set, as :func:`evalshift_core.run` keywords."""
     options: dict[str, Any] = {}
     if concurrency is not None:
         options["concurrency"] = concurrency
@@ -75,7 +62,7 @@ def _run_options(concurrency: int | None, max_cost: float | None, no_cache: bool
         options["max_cost"] = max_cost
     if no_cache:
         options["use_cache"] = False
-    return _supported_options(run, options)
+    return options
 
 
 def _suite_examples(base: str, suite_name: str | None, suite_file: str | None) -> tuple[str, list[Any]]:
@@ -146,9 +133,11 @@ def print_verdict(payload: Mapping[str, Any]) -> None:
     regressions = payload.get("regressions") or []
     if regressions:
         click.echo(f"\nRegressions ({len(regressions)}):")
-        for r in regressions:
+        for r in regressions[:MAX_LISTED_REGRESSIONS]:
             labels = ", ".join(r.get("labels") or []) or "score drop"
             click.echo(f"  {r.get('example_id')}: {labels} [{', '.join(r.get('tools') or [])}]")
+        if len(regressions) > MAX_LISTED_REGRESSIONS:
+            click.echo(f"  ... and {len(regressions) - MAX_LISTED_REGRESSIONS} more in the report (or --json)")
     if payload.get("report_path"):
         click.echo(f"\nReport: {payload['report_path']}")
     click.echo(f"Run id: {payload['run_id']}")
