@@ -158,3 +158,27 @@ def test_capture_promote_files(walkthrough, tmp_path):
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["added"] == 32
     assert (tmp_path / "b/suites/promoted.jsonl").is_file()
+
+
+def test_tools_synced_from_python_are_offered_to_examples_without_a_toolset(walkthrough, tmp_path):
+    """Seed 000: "A prompt becomes an agent prompt when its tools_path is set. The orchestrator then
+    sends the provider your tool definitions" — here the definitions come from `tools sync`."""
+    project, env, sim, _ = walkthrough
+    work = tmp_path / "hand"
+    work.mkdir()
+    (work / "evalshift.yaml").write_text(
+        "# hand-written suite, tools from Python\nversion: 1\nprompts:\n  - id: replay\n"
+        "    content: \"{input}\"\n    variables: [input]\ndefaults:\n  source_model: openai:sim-baseline\n")
+    synced = run_cli("tools", "sync", str(REPO / "examples" / "support_agent.py"), cwd=work)
+    assert synced.returncode == 0, synced.stderr
+    assert "tools_path: .evalshift/tools.json" in (work / "evalshift.yaml").read_text()
+    (work / "hand.jsonl").write_text(
+        json.dumps({"id": "h1", "inputs": {"input": "Where is my order L1111?"},
+                    "expected_tools": [{"tool_name": "lookup_order"}]}) + "\n")
+    before = len(sim.requests)
+    ran = run_cli("run", "--suite", "hand.jsonl", "--to", "openai:sim-candidate", "--json", cwd=work, env=env)
+    assert ran.returncode == 0, ran.stderr
+    offered = [[t["function"]["name"] for t in r["body"].get("tools", [])] for r in sim.requests[before:]]
+    assert offered == [["lookup_order", "issue_refund", "notify_security_team"]] * 2
+    raw = (work / ".evalshift/runs" / json.loads(ran.stdout)["run_id"] / "raw.jsonl").read_text().splitlines()
+    assert all(json.loads(row)["trace"]["calls"][0]["tool_name"] == "lookup_order" for row in raw)
