@@ -185,6 +185,8 @@ def main() -> None:
         print(f"  {label:36s} {seconds:7.2f} s CPU  {seconds / args.pairs * 1e6:7.1f} us/pair  "
               f"(wall {base[f'{key}_wall_s']:.2f} s)  mean score {base[f'{key}_mean']:.3f}  "
               f"ratio baseline / our four {seconds / ours:5.1f}x")
+    print("each evaluator alone against agentevals (one boolean per pair; ours are scored records with detail):")
+    print("  " + "  ".join(f"{name} {base['agentevals_s'] / seconds:.1f}x" for name, seconds in per_evaluator.items()))
     ok_time = ours * 100_000 / args.pairs <= 10.0
     ok_ratio = base["agentevals_s"] / ours >= 10.0
     print(f"target <= 10 s per 100k: {'met' if ok_time else 'MISSED'}; >= 10x agentevals: {'met' if ok_ratio else 'MISSED'}")

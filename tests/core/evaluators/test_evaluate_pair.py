@@ -75,3 +75,24 @@ def test_labels_cover_the_seed_list():
 def test_two_instances_with_one_name_are_a_config_error():
     with pytest.raises(ConfigError, match="named"):
         build_evaluators({"tool_selection": [{"name": "routing"}, {"name": "routing", "mode": "set"}]})
+
+
+@pytest.mark.parametrize("type_name", ["tool_selection", "tool_arguments", "tool_trace_structure", "agent_trace"])
+def test_single_shot_pairs_carry_no_rounds_key_on_any_tool_evaluator(type_name):
+    """Seed 001: "Single-shot pairs render exactly as before and carry no rounds key"."""
+    [rec] = evaluate_pair(example("a"), trace(call("a", x=1)), trace(call("a", x=2)), {type_name: [{}]})
+    assert "rounds" not in rec["metadata"]
+
+
+@pytest.mark.parametrize("type_name", ["tool_selection", "tool_arguments", "tool_trace_structure"])
+def test_multi_round_pairs_carry_per_round_detail_on_every_replayed_round(type_name):
+    [rec] = evaluate_pair(example("a"), trace(rounds=[[call("a", x=1)], []]), trace(rounds=[[call("a", x=1)], []]),
+                          {type_name: [{}]})
+    assert [r["round"] for r in rec["metadata"]["rounds"]] == [1, 2]
+
+
+def test_evaluate_run_shows_progress_when_asked(capsys):
+    """design.md: "Long work (run, sync over many files, evaluate over big suites) shows progress"."""
+    calls = [Call(example_id="ex1", role=role, model="m", trace=trace("a")) for role in ("source", "target")]
+    evaluate_run([example("a", id="ex1")], calls, {"tool_selection": [{}]}, progress=True)
+    assert "evaluate" in capsys.readouterr().err
