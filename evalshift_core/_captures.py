@@ -34,6 +34,7 @@ _MODEL_OPERATIONS = frozenset({A.OP_CHAT, "generate_content", "text_completion"}
 _CAPTURE_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz")
 # OTLP SpanFlags: bit 8 says whether the parent's remoteness is known, bit 9 that it is remote.
 _REMOTE_PARENT = 0x300
+_STREAM_INCOMPLETE = getattr(A, "STREAM_INCOMPLETE", "evalshift.stream_incomplete")
 
 
 class Span:
@@ -410,6 +411,8 @@ def _model_call_event(span: Span, round_index: int, messages: bool = True) -> di
     system = json_attr(a, A.SYSTEM_INSTRUCTIONS)
     if system:
         event["system_instructions"] = system
+    if a.get(_STREAM_INCOMPLETE):
+        event["stream_incomplete"] = True
     return event
 
 

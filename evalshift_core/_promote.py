@@ -118,8 +118,9 @@ def promote_example(
 
     - One round per recorded model call; a model call that failed without a response is a
       retry of the transport, not a round, and is dropped. The answer round is ``[]``.
-    - Requested calls are the ground truth when every kept model call recorded them; else the
-      executed calls, each assigned to the round of the model call before it.
+    - Requested calls are the ground truth when every kept model call recorded them in full (a
+      stream the host stopped reading is not in full); else the executed calls, each assigned to
+      the round of the model call before it.
     - ``expected_tools`` is round 1; ``expected_tool_count`` is its length, except when the turn
       shows a retry (a tool called again after a failed result, or the same call with the same
       arguments twice): then it is left unpinned and a warning says why. On executed ground
@@ -179,7 +180,11 @@ def promote_example(
         return message_results.get(call_id, _MISSING)
 
     retried: list[str] = []
-    if all(c.get("requested_tool_calls") is not None for c in calls):
+    incomplete = [c.get("round_index") for c in calls if c.get("stream_incomplete")]
+    if incomplete:
+        warnings.append(f"{example_id}: round {incomplete[0]}'s stream was not read to its end, so its "
+                        "requested calls may be cut short; ground truth falls back to executed calls")
+    if not incomplete and all(c.get("requested_tool_calls") is not None for c in calls):
         source: Literal["requested", "executed"] = "requested"
         recorded = [c["requested_tool_calls"] for c in calls]
     else:

@@ -329,3 +329,13 @@ def test_real_captures_round_trip_through_the_suite_model(captured, tmp_path: Pa
     ex = promote_capture(captured["refund"], rounds="all").example
     again = Example.model_validate_json(ex.model_dump_json(exclude_none=True))
     assert again == ex
+
+
+def test_incomplete_stream_falls_back_to_executed_calls():
+    capture = _capture([[("a", {"x": 1}, 1)]])
+    capture.events[0]["stream_incomplete"] = True
+    capture.events[0]["requested_tool_calls"] = []  # cut short before the call arrived
+    p = promote_capture(capture)
+    assert p.example.promotion_source == "executed"
+    assert _names(p.example.expected_tool_rounds) == [["a"], []]
+    assert any("not read to its end" in w for w in p.warnings)
