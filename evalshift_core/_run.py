@@ -293,7 +293,7 @@ class _Replayer:
                 if not err.retryable or attempt >= self.retry.max_retries:
                     raise
                 delay = self.retry.delay(attempt, err.retry_after)
-                if err.status == 429:
+                if err.status in (429, 503, 529):  # the provider says slow down: everyone waits
                     gate.pause(delay)
             else:
                 break
@@ -422,11 +422,12 @@ def _run_sync(coro: Any) -> Any:
         return pool.submit(asyncio.run, coro).result()
 
 
-def _progress(total: int, run_id: str, enabled: bool) -> Any:
+def _progress(total: int, done: int, run_id: str, enabled: bool) -> Any:
+    """A tqdm bar on stderr counting (example, model) rows, with the cost so far."""
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=f"replay {run_id}", unit="call", file=sys.stderr, disable=not enabled,
-                dynamic_ncols=True, leave=False)
+    return tqdm(total=total, initial=done, desc=f"replay {run_id}", unit="row", file=sys.stderr,
+                disable=not enabled, dynamic_ncols=True, leave=False)
 
 
 def run(
@@ -467,7 +468,7 @@ def run(
         if (manifest.get("source_model"), manifest.get("target_model")) != (str(refs["source"]), str(refs["target"])):
             raise ReplayError(f"run {run_id} compared {manifest.get('source_model')} -> "
                               f"{manifest.get('target_model')}; cannot resume it with {refs['source']} -> {refs['target']}")
-        stored = [e.id for _, e in ((n, Example.model_validate(r)) for n, r in iter_jsonl(out / "examples.jsonl"))]
+        stored = [row.get("id") for _, row in iter_jsonl(out / "examples.jsonl")]
         if stored != [e.id for e in examples]:
             raise ReplayError(f"run {run_id} was started on a different set of examples; start a new run instead")
     done_rows = _read_rows(out / "raw.jsonl") if resuming and out is not None else []
@@ -528,14 +529,14 @@ def run(
         atomic_write_jsonl(out / "examples.jsonl", (e.model_dump(mode="json", exclude_none=True) for e in examples))
         raw.write_bytes(b"")
     manifest.update({"status": "running", "concurrency": concurrency, "estimated_cost_usd": round(estimate, 6),
-                     "unpriced_models": sorted(unpriced)})
+                     "planned_model_calls": n_calls, "unpriced_models": sorted(unpriced)})
     if resuming:
         manifest.setdefault("resumed", []).append(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     atomic_write_json(out / "run.json", manifest)
 
     replayer = _Replayer(prices=price_table, cache=cache, use_cache=use_cache, retry=retry or RetryPolicy(),
                          gates=gates)
-    bar = _progress(len(units), run_id, progress and bool(units))
+    bar = _progress(len(units) + len(done_rows), len(done_rows), run_id, progress and bool(units))
     try:
         _run_sync(_execute(units, replayer, raw, concurrency, bar))
     finally:
