@@ -29,7 +29,7 @@ from ._promote import Promotion, promote, promote_capture
 from ._report import build_report, render_html, write_report
 from ._run import RunResult, load_run, run
 from ._suite import load_suite, resolve_tools, save_suite
-from ._sync import SyncResult, sync
+from ._sync import SyncResult, promote_files, sync
 from .evaluators import ScoreRecord, evaluate_pair, evaluate_run
 from .simulator import Simulator
 
@@ -71,6 +71,7 @@ __all__ = [
     "load_suite",
     "promote",
     "promote_capture",
+    "promote_files",
     "render_html",
     "resolve_tools",
     "run",

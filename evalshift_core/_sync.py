@@ -27,6 +27,7 @@ from ._captures import (
     capture_files,
     read_spans,
 )
+from ._exceptions import InputError
 from ._io import atomic_write_bytes
 from ._lock import file_lock
 from ._promote import RoundsMode, promote_example
@@ -313,6 +314,8 @@ def sync(
     ``progress=None`` shows a progress bar on stderr when it is a terminal.
     """
     base_path = Path(base)
+    if not Path(capture_dir).exists():
+        raise InputError("no captures here: run the agent with EVALSHIFT_CAPTURE=1 first", file=str(capture_dir))
     with file_lock(base_path / LOCK_FILE):
         state = _load_state(base_path)
         files = capture_files(capture_dir)
@@ -344,8 +347,6 @@ def promote_files(
     for p in paths:
         found = capture_files(p)
         if not found:
-            from ._exceptions import InputError
-
             raise InputError("no capture file here (expected OTLP/JSON lines: *.jsonl, *.json, *.gz)", file=str(p))
         files.extend(found)
     with file_lock(base_path / LOCK_FILE):

@@ -19,6 +19,8 @@ from _capture_agent import (
     simulator,
     write_spans,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from evalshift_core import load_suite
 from evalshift_core._exceptions import InputError, UnknownToolsetError
@@ -264,3 +266,37 @@ def test_progress_goes_to_stderr_and_can_be_turned_off(two_turns, tmp_path, caps
     assert "capture sync" in capsys.readouterr().err
     sync(captures, base=tmp_path / "b2", suite_name="s", progress=False)
     assert capsys.readouterr().err == ""
+
+
+def test_missing_capture_dir_is_a_clear_error(tmp_path):
+    with pytest.raises(InputError, match="no captures here"):
+        sync(tmp_path / "nope", base=tmp_path / "base")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cuts=st.lists(st.floats(min_value=0, max_value=1), max_size=6))
+def test_any_appending_schedule_gives_the_suite_of_one_sync(two_turns, tmp_path_factory, cuts):
+    """A writer appending in arbitrary pieces (half lines, split turns) between syncs ends in the
+    byte-identical suite one sync of the whole file writes."""
+    spans = [s for d in two_turns for s in flat_spans(d)]
+    work = tmp_path_factory.mktemp("sched")
+    whole = work / "whole"
+    write_spans(whole / "spans.jsonl", spans)
+    for d in two_turns:
+        _copy_dir(d, whole)
+    for p in whole.glob("spans-*.jsonl"):
+        p.unlink()
+    expected = sync(whole, base=work / "base-whole", suite_name="s").suites["s"].read_bytes()
+    data = (whole / "spans.jsonl").read_bytes()
+    live = work / "live"
+    _copy_dir(whole, live)
+    (live / "spans.jsonl").write_bytes(b"")
+    base = work / "base-live"
+    offsets = sorted({int(c * len(data)) for c in cuts} | {len(data)})
+    done = 0
+    for end in offsets:
+        with open(live / "spans.jsonl", "ab") as fh:
+            fh.write(data[done:end])
+        done = end
+        sync(live, base=base, suite_name="s")
+    assert (base / "suites" / "s.jsonl").read_bytes() == expected
