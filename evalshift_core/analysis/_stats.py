@@ -7,8 +7,9 @@ Test routing (:func:`paired_test`) on the per-example differences ``d = target -
 
 - fewer than 3 pairs: no test (``pvalue`` is None; the comparison cannot be significant);
 - every difference zero: no test, ``pvalue`` 1.0 (nothing moved);
-- examples share clusters (Miller 2024, "Adding Error Bars to Evals"): a t-test on the
-  cluster-robust standard error with ``G - 1`` degrees of freedom, ``G`` the number of clusters;
+- examples share clusters (Miller 2024, "Adding Error Bars to Evals") and the cluster-robust
+  standard error is the wider one: a t-test on it with ``G - 1`` degrees of freedom, ``G`` the
+  number of clusters (when clustering does not widen it, the routing below, the more conservative);
 - constant non-zero differences (the t statistic is undefined), or scores bimodal at exactly 0/1,
   or Shapiro-Wilk rejecting normality of the differences at 0.05: Wilcoxon signed-rank;
 - otherwise: the paired t-test.
@@ -170,7 +171,9 @@ def paired_test(
 
         n_clusters = int(codes.max()) + 1
         se = clustered_standard_error(d, codes.tolist())
-        if se > 0:
+        # Only when clustering widens the error bars: otherwise the independent-examples test
+        # below is the more conservative one, and it keeps the exact small-count p-values.
+        if se > standard_error(d):
             statistic = float(d.mean() / se)
             pvalue = float(2 * stats.t.sf(abs(statistic), df=n_clusters - 1))
             return PairedTestResult(

@@ -196,6 +196,19 @@ def test_shared_clusters_use_a_t_test_on_the_clustered_standard_error():
     assert paired_test(source, target, clusters=list(range(12))).test == "wilcoxon"
 
 
+def test_clusters_that_do_not_widen_the_error_bars_keep_the_routed_test():
+    """Pairs of examples share a cluster, but each pair holds one drop and one unchanged example:
+    the clustered standard error is not wider, so the exact signed-rank p-value stands."""
+    source = np.ones(200)
+    target = np.ones(200)
+    target[[0, 2, 4, 6, 8]] = 0.0
+    clusters = [i // 2 for i in range(200)]
+    d = target - source
+    assert clustered_standard_error(d, clusters) <= standard_error(d)
+    result = paired_test(source, target, clusters=clusters)
+    assert (result.test, result.pvalue) == ("wilcoxon", pytest.approx(0.0625))
+
+
 def test_bootstrap_is_seeded_and_brackets_the_mean():
     rng = np.random.default_rng(1)
     source = rng.uniform(size=100)
