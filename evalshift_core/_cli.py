@@ -123,6 +123,20 @@ def verdict_payload(run_id: str, run_dir: Path, analysis: Any, report_path: Path
     }
 
 
+def warn_failed_calls(run_dir: Path) -> None:
+    """Say on stderr when model calls failed: an unreachable server reads as "Nothing measured"."""
+    from ._io import iter_jsonl
+
+    raw = Path(run_dir) / "raw.jsonl"
+    if not raw.exists():
+        return
+    rows = [row for _, row in iter_jsonl(raw, what="Call row")]
+    failed = [row for row in rows if row.get("error")]
+    if failed:
+        progress(f"warning: {len(failed)} of {len(rows)} model calls failed; first: "
+                 f"{failed[0].get('model')} on {failed[0].get('example_id')}: {_one_line(str(failed[0]['error']))[:300]}")
+
+
 def print_verdict(payload: Mapping[str, Any]) -> None:
     verdict = str(payload.get("verdict") or "unknown")
     click.echo("")
@@ -346,6 +360,7 @@ def run(suite_name: str | None, suite_file: str | None, source: str | None, targ
     progress(f"replaying {len(examples)} examples of {name}: {source} -> {target} ...")
     result = _run.run(examples, source=source, target=target, base=base, suite_name=name, providers=cfg.providers,
                       template=template, run_id=run_id, **options)
+    warn_failed_calls(result.run_dir)
     calls = list(getattr(result, "calls", []))
     payload = {"run_id": result.run_id, "run_dir": str(result.run_dir), "examples": len(examples),
                "calls": len(calls), "errors": sum(1 for c in calls if getattr(c, "error", None))}
@@ -424,6 +439,7 @@ def compare(suite_name: str | None, suite_file: str | None, target: str | None, 
     progress(f"comparing {source} -> {target} on {len(examples)} examples of {name} ...")
     comparison = _compare.compare(suite, source=source, target=target, config=cfg, out_dir=base,
                                   run_options=options or None)
+    warn_failed_calls(comparison.run_dir)
     payload = verdict_payload(comparison.run_id, comparison.run_dir, comparison.analysis, comparison.report_path)
     if open_report:
         _open(comparison.report_path)
