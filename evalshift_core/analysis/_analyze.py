@@ -9,7 +9,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from .._exceptions import ConfigError
 from .._models import Example
@@ -108,12 +108,12 @@ def _compare(
     skipped = [r for r in rows if r.skipped]
     misses = [r for r in rows if not r.skipped and is_ground_truth_miss(r)]
     measured = [r for r in rows if not r.skipped and not is_ground_truth_miss(r)]
-    base = {"evaluator": evaluator, "name": name, "side": side, "skipped": len(skipped),
-            "ground_truth_misses": len(misses)}
     if not measured:
         why = (f"{NOTHING_MEASURED}: every row was skipped" if not misses
                else f"{NOTHING_MEASURED}: every measured row was a {TOOL_GROUND_TRUTH_MISS}")
-        result = ComparisonResult(n=0, status="unknown", test="none", test_reason=why, **base)
+        result = ComparisonResult(evaluator=evaluator, name=name, side=side, n=0, status="unknown",
+                                  test="none", test_reason=why, skipped=len(skipped),
+                                  ground_truth_misses=len(misses))
         return _Group(result=result, ground_truth_misses=misses)
     s = np.array([r.source_score for r in measured])
     t = np.array([r.target_score for r in measured])
@@ -138,6 +138,9 @@ def _compare(
         for r in flagged:
             severity = at_least(severity, _min_severity(r))
     result = ComparisonResult(
+        evaluator=evaluator,
+        name=name,
+        side=side,
         n=n,
         source_mean=float(s.mean()),
         target_mean=float(t.mean()),
@@ -154,7 +157,8 @@ def _compare(
         severity=severity,
         regressed=len(regressed),
         share_affected=affected / n,
-        **base,
+        skipped=len(skipped),
+        ground_truth_misses=len(misses),
     )
     design_effect = (se_cl / se) ** 2 if se_cl is not None and se > 0 else 1.0
     return _Group(result=result, measured=measured, ground_truth_misses=misses, difference_sd=sd,
@@ -265,7 +269,8 @@ def analyze(
     ]
     comparisons = [g.result for g in groups]
     tested = [c for c in comparisons if c.p_value is not None]
-    for c, p_adj in zip(tested, benjamini_hochberg([c.p_value for c in tested]).tolist()):
+    pvalues = [float(c.p_value) for c in tested if c.p_value is not None]
+    for c, p_adj in zip(tested, benjamini_hochberg(pvalues).tolist()):
         c.p_adjusted = float(p_adj)
 
     labels, failure_categories = _label_summaries(groups)
@@ -413,6 +418,7 @@ def analyze(
             )
 
     label_lines = _label_lines(labels)
+    verdict: Literal["pass", "fail", "inconclusive"]
     if harness:
         verdict = "inconclusive"
         reasons = harness + inconclusive + [f"not trusted while the harness is broken: {x}" for x in fail]
