@@ -61,7 +61,7 @@ def init(
     ``evalshift[otlp]``) also sends every span to an OpenTelemetry Collector over OTLP/HTTP.
     """
     from . import _runtime as rt_mod
-    from .instrumentation import instrument
+    from .instrumentation import instrument, uninstrument
 
     if enabled is None:
         enabled = _env_enabled()
@@ -75,7 +75,15 @@ def init(
             directory, sample_rate, redact, max_file_bytes, service_name, otlp_endpoint, otlp_headers
         )
         rt_mod.set_runtime(rt)
-        instrument(providers)
+        try:
+            instrument(providers)
+        except BaseException:
+            # A provider the user named cannot be patched: leave nothing half-started.
+            rt_mod.set_runtime(None)
+            with capture_internal_exceptions("init.rollback"):
+                uninstrument()
+                rt.provider.shutdown()
+            raise
         global _atexit_registered
         if not _atexit_registered:
             atexit.register(shutdown)

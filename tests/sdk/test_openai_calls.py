@@ -370,3 +370,45 @@ def test_uninstrument_restores_the_originals(tmp_path):
     evalshift_sdk.shutdown()
     after = (Completions.__dict__["create"], Responses.__dict__["create"], Completions.__dict__.get("parse"))
     assert after == before
+
+
+def test_responses_async_stream(capture_dir, spans, replay):
+    server = replay("openai/responses_function_call_streaming_roundtrip_parsed_body.yaml")
+    client = openai_client(server, aio=True)
+
+    async def main():
+        stream = await client.responses.create(**request_kwargs(server.interactions[0]))
+        async with stream as s:
+            return [e async for e in s]
+
+    events = asyncio.run(main())
+    [chat] = spans("chat")
+    done = [e.item for e in events if e.type == "response.output_item.done"]
+    assert [c["call_id"] for c in chat["attrs"]["evalshift.requested_tool_calls"]] == [i.call_id for i in done]
+
+
+def test_responses_parse_bypasses_create_and_is_captured(capture_dir, spans, replay):
+    server = replay("openai/responses_function_call_single.yaml")
+    kwargs = request_kwargs(server.interactions[0])
+    parsed = openai_client(server).responses.parse(**kwargs)
+    [chat] = spans("chat")
+    assert chat["attrs"]["evalshift.requested_tool_calls"][0]["call_id"] == parsed.output[0].call_id
+
+
+def test_unsupported_release_is_skipped_and_named_one_fails(tmp_path, monkeypatch):
+    """A provider SDK of an unsupported version is skipped; one the user asked for fails loudly."""
+    import openai
+
+    from evalshift_sdk.instrumentation import DidNotEnable
+    from evalshift_sdk.instrumentation import openai as instrumentation
+
+    monkeypatch.setattr(openai, "__version__", "1.2.0")
+    create = instrumentation._targets()[0][0].__dict__["create"]
+    evalshift_sdk.init(tmp_path, enabled=True)
+    try:
+        assert instrumentation._targets()[0][0].__dict__["create"] is create  # left alone
+    finally:
+        evalshift_sdk.shutdown()
+    with pytest.raises(DidNotEnable, match="older than the oldest supported"):
+        evalshift_sdk.init(tmp_path, enabled=True, providers=["openai"])
+    evalshift_sdk.shutdown()
