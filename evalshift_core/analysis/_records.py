@@ -91,11 +91,17 @@ class Regression(BaseModel):
     """One example where the target scored below the source, or that carries a regression label."""
 
     example_id: str
+    """The example that regressed."""
     evaluator: str
+    """Evaluator type name."""
     name: str
+    """The configured instance's name."""
     side: str | None = None
+    """``conformance`` or ``divergence`` where the evaluator has two sides."""
     source_score: float
+    """The source model's score on this example."""
     target_score: float
+    """The target model's score on this example."""
     labels: list[str] = Field(default_factory=list)
     """The evaluator's regression labels for this example."""
     tools: list[str] = Field(default_factory=list)
