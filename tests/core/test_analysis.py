@@ -358,3 +358,35 @@ def test_real_evaluator_rows_group_into_the_seed_sentence():
     assert shape.severity in ("high", "critical") and shape.regressed == 1
     routing = next(c for c in a.comparisons if c.evaluator == "tool_selection")
     assert (routing.difference, routing.severity, routing.test) == (0.0, None, "none")
+
+
+def test_evaluate_and_report_applies_the_configured_policy_and_clusters(tmp_path):
+    """``evaluate_and_report`` hands the config's migration_policy, the evaluators' severity
+    floors and the examples' clusters to the analysis, and writes analysis.json with them."""
+    from evalshift_core import Call, Config, ToolTrace, evaluate_and_report
+
+    examples, calls = [], []
+    for i in range(24):
+        expected = "notify_security_team" if i < 6 else "lookup_order"
+        examples.append(Example(id=f"ex{i}", cluster=f"trace{i // 3}",
+                                expected_tools=[{"tool_name": expected}]))
+        calls.append(Call(example_id=f"ex{i}", role="source", model="openai:a",
+                          trace=ToolTrace(calls=[{"tool_name": expected}])))
+        dropped = i in (0, 3)
+        calls.append(Call(example_id=f"ex{i}", role="target", model="openai:b",
+                          trace=ToolTrace(calls=[] if dropped else [{"tool_name": expected}])))
+    config = Config.model_validate({
+        "evaluators": {"tool_selection": [{"name": "routing", "severity_floor": "critical"}]},
+        "migration_policy": {"max_tool_divergence": 0.05, "minimum_detectable_drop": 0.1},
+    })
+    analysis, report_path = evaluate_and_report(tmp_path, {"run_id": "r1"}, examples, calls, config)
+    written = load_analysis(tmp_path / "analysis.json")
+    assert written == analysis and report_path.exists()
+    assert written.policy["max_tool_divergence"] == 0.05
+    c = written.comparisons[0]
+    assert (c.severity, c.regressed, c.clusters) == ("critical", 2, 8)
+    assert written.verdict == "fail"
+    assert written.reasons[0] == ("tool_selection.routing: 2 of 24 examples (8.3%) diverged in at least one round; "
+                                  "max_tool_divergence is 5.0%")
+    assert written.labels["TOOL_SELECTION_DRIFT"].by_tool == {"notify_security_team": 2}
+    assert "detecting a 0.1 drop" in written.recommendations[0]
