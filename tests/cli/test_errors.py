@@ -27,6 +27,7 @@ CASES = [
     (["report", "no-such-run"], "no run 'no-such-run'"),
     (["simulator", "--scripts", "missing.yaml"], "missing.yaml: scripts file not found"),
     (["demo", "--base"], "requires an argument"),
+    (["demo", "--base", "bad.yaml"], "Not a directory"),
     (["no-such-command"], "No such command"),
 ]
 
