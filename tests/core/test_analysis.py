@@ -390,3 +390,28 @@ def test_evaluate_and_report_applies_the_configured_policy_and_clusters(tmp_path
                                   "max_tool_divergence is 5.0%")
     assert written.labels["TOOL_SELECTION_DRIFT"].by_tool == {"notify_security_team": 2}
     assert "detecting a 0.1 drop" in written.recommendations[0]
+
+
+def test_real_multi_round_rows_attribute_the_round_that_diverged():
+    """Seed 001: per-round scoring under metadata.rounds; an example counts as diverged when any
+    round diverged, and the label names the tools of the round that moved, not of round 1."""
+    from evalshift_core import evaluate_pair
+
+    rows = []
+    for i in range(12):
+        example = {"id": f"ex{i}", "expected_tools": [{"tool_name": "lookup_order"}],
+                   "expected_tool_rounds": [[{"tool_name": "lookup_order"}], [{"tool_name": "issue_refund"}]],
+                   "tool_result_fixtures": [[{"tool_name": "lookup_order", "result": "ok"}]]}
+        source = {"calls": [{"tool_name": "lookup_order", "round_index": 1},
+                            {"tool_name": "issue_refund", "round_index": 2}], "round_count": 2}
+        target = {"calls": [{"tool_name": "lookup_order", "round_index": 1},
+                            {"tool_name": "notify_security_team" if i < 4 else "issue_refund", "round_index": 2}],
+                  "round_count": 2}
+        rows.extend(evaluate_pair(example, source, target,
+                                  {"tool_selection": [{"name": "routing", "conformance": "expected", "divergence": "exact"}]}))
+    a = analyze(rows, policy={"max_tool_divergence": 0.1})
+    assert a.verdict == "fail"
+    assert a.reasons[0] == ("tool_selection.routing: 4 of 12 examples (33.3%) diverged in at least one round; "
+                            "max_tool_divergence is 10.0%")
+    assert a.labels["TOOL_SELECTION_DRIFT"].by_tool == {"issue_refund": 4, "notify_security_team": 4}
+    assert "lookup_order" not in a.labels["TOOL_SELECTION_DRIFT"].by_tool
