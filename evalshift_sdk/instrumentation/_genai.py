@@ -7,6 +7,7 @@ turns those values into one ``chat {model}`` span per model call, and proxies st
 from __future__ import annotations
 
 import inspect
+import os
 import random
 import threading
 import time
@@ -76,6 +77,15 @@ def tool_response_part(call_id: str | None, response: Any) -> dict[str, Any]:
 _TOOLSET_CACHE_MAX = 512
 _toolset_cache: dict[bytes, tuple[list[dict[str, Any]], str]] = {}
 _toolset_cache_lock = threading.Lock()
+
+
+def _reinit_after_fork() -> None:
+    global _toolset_cache_lock
+    _toolset_cache_lock = threading.Lock()  # a parent thread may have held it at fork time
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reinit_after_fork)
 
 
 def toolset_of(tools: list[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], str]:

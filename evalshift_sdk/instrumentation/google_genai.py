@@ -131,9 +131,9 @@ def tools_of(instance: Any, config: Any) -> tuple[list[dict[str, Any]] | None, l
         t = _dump(tool)
         if not isinstance(t, Mapping):
             continue
-        for decl in t.get("function_declarations") or []:
-            functions.append(dict(decl))
-        builtin += [k for k, v in t.items() if k != "function_declarations" and v]
+        declarations = t.get("function_declarations") or t.get("functionDeclarations") or []
+        functions += [dict(_dump(decl)) for decl in declarations]
+        builtin += [k for k, v in t.items() if k not in {"function_declarations", "functionDeclarations"} and v]
     return functions, builtin
 
 
