@@ -7,6 +7,7 @@ the spans of turns whose root has not ended yet, so each sync reads only what is
 from __future__ import annotations
 
 import gc
+import hashlib
 import os
 import sys
 from collections.abc import Iterable
@@ -28,7 +29,7 @@ from ._captures import (
     read_spans,
 )
 from ._exceptions import InputError
-from ._io import atomic_write_bytes
+from ._io import atomic_write_bytes, open_maybe_gzip
 from ._lock import file_lock
 from ._promote import RoundsMode, promote_example
 from ._suite import DEFAULT_BASE, read_sidecar, suite_path, toolset_path, write_toolset
@@ -37,6 +38,8 @@ STATE_FILE = "sync-state.json"
 LOCK_FILE = ".sync.lock"
 STATE_VERSION = 1
 MAX_WARNINGS = 1000
+_HEAD_BYTES = 4096
+STALE_TURN_NS = 3600 * 10**9
 
 
 @dataclass
@@ -133,6 +136,7 @@ class _Promoter:
         self._in_base: set[str] = set()
         self._missing_ref: set[str] = set()
         self.current: FilePosition | None = None
+        self.newest_end = 0
 
     def warn(self, message: str) -> None:
         if len(self.result.warnings) < MAX_WARNINGS:
@@ -219,6 +223,7 @@ class _Promoter:
                     for span in batch:
                         spans = assembler.add(span)
                         if spans is not None:
+                            self.newest_end = max(self.newest_end, spans[-1].end)
                             capture = build_capture(spans, all_messages=False)
                             if capture is not None:
                                 self.take(capture, path.parent)
@@ -238,6 +243,11 @@ class _Promoter:
                 gc.enable()
             bar.close()
         self.result.held_back = assembler.held_back_turns
+        stale = sum(1 for spans in assembler.pending.values()
+                    if self.newest_end - max(s.end for s in spans) > STALE_TURN_NS)
+        if stale:
+            self.warn(f"{stale} turn(s) held back for over an hour of later captures: their root span "
+                      "never arrived (a process that died mid-turn, or a root in another service?)")
         if self.result.warnings_dropped:
             self.result.warnings.append(f"... and {self.result.warnings_dropped} more warnings")
 
@@ -256,26 +266,49 @@ def _load_state(base: Path) -> dict[str, Any] | None:
     return state
 
 
+def _head(path: Path, length: int) -> str:
+    """Fingerprint of a file's first ``length`` bytes, to tell a file from a stranger with its inode."""
+    if length <= 0:
+        return ""
+    try:
+        with open_maybe_gzip(path) as fh:
+            return hashlib.sha256(fh.read(length)).hexdigest()[:32]
+    except (OSError, EOFError):
+        return ""
+
+
 def _positions(files: list[Path], state: dict[str, Any] | None, warn: Any) -> dict[str, FilePosition]:
+    """Where to resume each file: by path, else by inode for a file rotated by rename.
+
+    A stored position is reused only for the same inode whose first bytes still match what was
+    read, so a file truncated, rewritten, or new on a recycled inode is read from the start.
+    """
     stored: dict[str, dict[str, Any]] = (state or {}).get("files", {})
     by_inode = {v.get("inode"): k for k, v in stored.items() if v.get("inode") is not None}
+    current = {path.stat().st_ino for path in files}
     out: dict[str, FilePosition] = {}
     for path in files:
         key = str(path.resolve())
         st = path.stat()
-        entry = stored.get(key)
-        if entry is None and st.st_ino in by_inode and not Path(by_inode[st.st_ino]).exists():
-            entry = stored[by_inode[st.st_ino]]  # rotated by rename: same file, new name
         pos = FilePosition(inode=st.st_ino)
-        if entry is not None:
-            replaced = entry.get("inode") != st.st_ino or (
-                path.suffix != ".gz" and st.st_size < int(entry.get("offset", 0)))
-            if replaced:
-                warn(f"{path}: replaced or truncated since the last sync; read again from the start")
-            else:
-                pos.offset, pos.line = int(entry.get("offset", 0)), int(entry.get("line", 0))
-                pos.examples, pos.suites = int(entry.get("examples", 0)), list(entry.get("suites", []))
         out[str(path)] = pos
+        entry = stored.get(key)
+        if entry is not None and entry.get("inode") != st.st_ino:
+            if entry.get("inode") not in current:  # not rotated away under another name
+                warn(f"{path}: replaced since the last sync; read again from the start")
+            entry = None
+        if entry is None:
+            old = by_inode.get(st.st_ino)
+            if old is None or old == key:
+                continue
+            entry = stored[old]  # rotated by rename: the file read before, under a new name
+        offset = int(entry.get("offset", 0))
+        head_len = int(entry.get("head_len", 0))
+        if (path.suffix != ".gz" and st.st_size < offset) or _head(path, head_len) != entry.get("head", ""):
+            warn(f"{path}: truncated or rewritten since the last sync; read again from the start")
+            continue
+        pos.offset, pos.line = offset, int(entry.get("line", 0))
+        pos.examples, pos.suites = int(entry.get("examples", 0)), list(entry.get("suites", []))
     return out
 
 
@@ -283,7 +316,10 @@ def _save_state(base: Path, positions: dict[str, FilePosition], assembler: TurnA
                 suites: Iterable[str], previous: dict[str, Any] | None) -> None:
     files = dict((previous or {}).get("files", {}))
     for path, pos in positions.items():
-        files[str(Path(path).resolve())] = pos.to_json()
+        entry = pos.to_json()
+        entry["head_len"] = min(_HEAD_BYTES, pos.offset)
+        entry["head"] = _head(Path(path), entry["head_len"])
+        files[str(Path(path).resolve())] = entry
     files = {k: v for k, v in files.items() if Path(k).exists()}
     state = {
         "version": STATE_VERSION,

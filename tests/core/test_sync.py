@@ -225,7 +225,7 @@ def test_truncated_file_is_read_again_from_the_start(two_turns, tmp_path):
     data = path.read_bytes()
     path.write_bytes(b"")  # truncated in place (same inode, smaller than what was read)
     truncated = sync(captures, base=base, suite_name="s")
-    assert any("read again from the start" in w for w in truncated.warnings)
+    assert any("truncated or rewritten since the last sync" in w for w in truncated.warnings)
     path.write_bytes(data)
     again = sync(captures, base=base, suite_name="s")
     assert again.spans == 6 and again.added == 0 and again.unchanged >= 1
@@ -300,3 +300,47 @@ def test_any_appending_schedule_gives_the_suite_of_one_sync(two_turns, tmp_path_
         done = end
         sync(live, base=base, suite_name="s")
     assert (base / "suites" / "s.jsonl").read_bytes() == expected
+
+
+def test_rotation_by_rename_then_a_new_file_under_the_old_name(two_turns, tmp_path):
+    """The Collector's rotation: the current file becomes a backup, a new one takes its name."""
+    captures = _copy_dir(two_turns[0], tmp_path / "captures")
+    base = tmp_path / "base"
+    sync(captures, base=base, suite_name="s")
+    (path,) = captures.glob("*.jsonl")
+    path.rename(captures / "spans-backup-2026-11-30.jsonl")
+    path.write_bytes(b"".join(p.read_bytes() for p in sorted(two_turns[1].glob("*.jsonl"))))
+    result = sync(captures, base=base, suite_name="s")
+    assert result.added == 1 and result.spans == len(flat_spans(two_turns[1]))
+    assert not [w for w in result.warnings if "since the last sync" in w]
+
+
+def test_file_rewritten_in_place_is_read_from_the_start(two_turns, tmp_path):
+    captures = _copy_dir(two_turns[0], tmp_path / "captures")
+    base = tmp_path / "base"
+    sync(captures, base=base, suite_name="s")
+    (path,) = captures.glob("*.jsonl")
+    other = b"".join(p.read_bytes() for p in sorted(two_turns[1].glob("*.jsonl")))
+    with open(path, "r+b") as fh:  # same inode, new content at least as long
+        fh.write(other + b"\n" * max(0, path.stat().st_size - len(other)))
+    result = sync(captures, base=base, suite_name="s")
+    assert any("truncated or rewritten" in w for w in result.warnings)
+    assert result.added == 1
+
+
+def test_turn_held_back_long_after_later_turns_is_reported(two_turns, tmp_path):
+    spans = flat_spans(two_turns[0])
+    orphans = [dict(s) for s in spans if "parentSpanId" in s]
+    later = flat_spans(two_turns[1])
+    shift = 2 * 3600 * 10**9
+    for s in later:
+        s["startTimeUnixNano"] = str(int(s["startTimeUnixNano"]) + shift)
+        s["endTimeUnixNano"] = str(int(s["endTimeUnixNano"]) + shift)
+    captures = tmp_path / "captures"
+    _copy_dir(two_turns[0], captures)
+    for p in captures.glob("*.jsonl"):
+        p.unlink()
+    write_spans(captures / "spans.jsonl", orphans + later)
+    result = sync(captures, base=tmp_path / "base", suite_name="s")
+    assert result.added == 1 and result.held_back == 1
+    assert any("held back for over an hour" in w for w in result.warnings)
