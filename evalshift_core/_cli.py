@@ -638,50 +638,59 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run the CLI; every user error becomes one line on stderr and exit code 1."""
+def _fail(message: str, *, as_json: bool, code: int = EXIT_USER_ERROR) -> None:
+    """One line on stderr (and, under --json, ``{"error": ...}`` on stdout), then exit."""
+    line = _one_line(message)
+    click.echo(f"error: {line}", err=True)
+    if as_json:
+        emit_json({"error": line, "exit_code": code})
+    sys.exit(code)
+
+
+def _error_message(exc: BaseException) -> str | None:
+    """The one-line message of an error a user can cause; None for anything else (a bug)."""
     from pydantic import ValidationError
 
+    if isinstance(exc, click.exceptions.UsageError):
+        path = exc.ctx.command_path.partition(" ")[2] if exc.ctx else ""
+        return f"{exc.format_message()} (see: evalshift {path + ' ' if path else ''}--help)"
+    if isinstance(exc, click.exceptions.Abort):
+        return "aborted"
+    if isinstance(exc, click.ClickException):
+        return exc.format_message()
+    if isinstance(exc, EvalShiftError):
+        return str(exc)
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err.get("loc", ()))
+        return f"{exc.title}: {where + ': ' if where else ''}{err.get('msg', '')}"
+    if isinstance(exc, OSError):
+        filename = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+        return f"{exc.strerror or exc}{filename}"
+    return None
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI; every user error becomes one line on stderr and exit code 1."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in args
     debug = os.environ.get("EVALSHIFT_DEBUG") not in (None, "", "0")
     try:
-        code = cli.main(args=argv, prog_name="evalshift", standalone_mode=False)
+        code = cli.main(args=args, prog_name="evalshift", standalone_mode=False)
     except _NO_ARGS_IS_HELP as exc:
         # A bare `evalshift` (or `evalshift capture`) asks for the help, not an error.
         click.echo(exc.ctx.get_help() if exc.ctx else exc.format_message())
         sys.exit(EXIT_OK)
-    except click.exceptions.UsageError as exc:
-        hint = f" (see: evalshift {exc.ctx.command_path.partition(' ')[2]} --help)".replace("  ", " ") if exc.ctx else ""
-        click.echo(f"error: {_one_line(exc.format_message())}{hint}", err=True)
-        sys.exit(EXIT_USER_ERROR)
-    except click.exceptions.Abort:
-        click.echo("error: aborted", err=True)
-        sys.exit(EXIT_USER_ERROR)
-    except click.ClickException as exc:
-        click.echo(f"error: {_one_line(exc.format_message())}", err=True)
-        sys.exit(EXIT_USER_ERROR)
-    except EvalShiftError as exc:
-        click.echo(f"error: {_one_line(str(exc))}", err=True)
-        sys.exit(EXIT_USER_ERROR)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err.get("loc", ()))
-        click.echo(f"error: {exc.title}: {where + ': ' if where else ''}{_one_line(err.get('msg', ''))}", err=True)
-        sys.exit(EXIT_USER_ERROR)
-    except OSError as exc:
-        if debug:
-            raise
-        filename = f": {exc.filename}" if getattr(exc, "filename", None) else ""
-        click.echo(f"error: {_one_line(exc.strerror or str(exc))}{filename}", err=True)
-        sys.exit(EXIT_USER_ERROR)
     except KeyboardInterrupt:
-        click.echo("error: interrupted", err=True)
-        sys.exit(130)
+        _fail("interrupted", as_json=as_json, code=130)
     except Exception as exc:  # noqa: BLE001 - a bug still gets one line; EVALSHIFT_DEBUG=1 shows it whole
-        if debug:
+        message = _error_message(exc)
+        if debug and (message is None or isinstance(exc, OSError)):
             raise
-        click.echo(f"error: internal error: {type(exc).__name__}: {_one_line(str(exc))} "
-                   "(rerun with EVALSHIFT_DEBUG=1 for the traceback)", err=True)
-        sys.exit(EXIT_USER_ERROR)
+        if message is None:
+            message = (f"internal error: {type(exc).__name__}: {exc} "
+                       "(rerun with EVALSHIFT_DEBUG=1 for the traceback)")
+        _fail(message, as_json=as_json)
     sys.exit(code if isinstance(code, int) else EXIT_OK)
 
 

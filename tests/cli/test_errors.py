@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from cli_support import assert_user_error
 
@@ -51,3 +53,10 @@ def test_a_corrupt_suite_line_names_file_and_line(cli, tmp_path):
     suites.mkdir(parents=True)
     (suites / "s.jsonl").write_text('{"id": "a"}\n{"id": \n')
     assert_user_error(cli("run", "--suite-name", "s", "--from", "openai:a", "--to", "openai:b"), "s.jsonl:2")
+
+
+def test_under_json_an_error_is_also_a_json_document_on_stdout(cli):
+    out = cli("capture", "sync", "no-such-dir", "--json")
+    assert_user_error(out, "no captures at no-such-dir")
+    assert json.loads(out.stdout) == {"error": "no captures at no-such-dir: run your agent with EVALSHIFT_CAPTURE=1 "
+                                               "first", "exit_code": 1}
