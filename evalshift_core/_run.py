@@ -399,8 +399,9 @@ async def _execute(units: list[Unit], replayer: _Replayer, raw: Path, concurrenc
                 await _write(raw, replayer.cache, finished)
                 rows = [row for row, _ in finished]
                 replayer.tally.rows.extend(rows)
-                bar.update(len(rows))
+                # postfix first: update() redraws (rate-limited) with it
                 bar.set_postfix_str(f"${replayer.tally.spent:.4f} spent", refresh=False)
+                bar.update(len(rows))
 
     writing = asyncio.create_task(writer())
     try:
@@ -427,7 +428,7 @@ def _progress(total: int, done: int, run_id: str, enabled: bool) -> Any:
     from tqdm import tqdm
 
     return tqdm(total=total, initial=done, desc=f"replay {run_id}", unit="row", file=sys.stderr,
-                disable=not enabled, dynamic_ncols=True, leave=False)
+                disable=not enabled, dynamic_ncols=True, leave=True)
 
 
 def run(

@@ -226,3 +226,28 @@ def test_a_provider_model_entry_points_one_model_at_its_own_server(tmp_path):
                      progress=False)
         assert all(c.error is None for c in result.calls)
         assert {r["model"] for r in main.requests} == {"base"} and {r["model"] for r in local.requests} == {"cand"}
+
+
+def test_price_table_from_env_yaml_and_bad_entries_named(tmp_path, monkeypatch):
+    from evalshift_core import ConfigError
+    from evalshift_core._pricing import load_prices
+
+    table = tmp_path / "p.yaml"
+    table.write_text("anthropic:claude-sonnet-4:\n  input: 1\n  output: 2\n")
+    monkeypatch.setenv("EVALSHIFT_PRICES", str(table))
+    assert load_prices(tmp_path).cost("anthropic:claude-sonnet-4-5", 1_000_000, 1_000_000) == 3.0
+    assert load_prices(tmp_path, {"anthropic:claude-sonnet-4": {"input": 0, "output": 0}}).cost(
+        "anthropic:claude-sonnet-4-5", 10, 10) == 0.0
+    table.write_text("anthropic:claude-sonnet-4:\n  input: cheap\n")
+    with pytest.raises(ConfigError, match=r"p.yaml: anthropic:claude-sonnet-4: needs numeric") as err:
+        load_prices(tmp_path)
+    assert err.value.file == str(table)
+
+
+def test_progress_bar_shows_rows_and_cost_on_stderr(tmp_path, capsys):
+    prices = {"openai:base": {"input": 1, "output": 1}, "openai:cand": {"input": 1, "output": 1}}
+    with Simulator(load_scripts(SCRIPTS)) as sim:
+        run(examples(3), source="openai:base", target="openai:cand", base=tmp_path, providers=all_providers(sim),
+            prices=prices, progress=True)
+    err = capsys.readouterr().err
+    assert "replay " in err and "6/6" in err and "spent" in err and "$0.0" in err
