@@ -115,9 +115,14 @@ def test_run_then_evaluate_then_report_with_providers_from_config(walkthrough, t
     evaluated = run_cli("evaluate", run_id, "--config", str(config), "--fail-on-regression", cwd=project)
     assert evaluated.returncode == 2, evaluated.stderr
     assert "Verdict: FAIL" in evaluated.stdout
-    report = run_cli("report", run_id, "--json", cwd=project)
+    # --open goes through the browser the user configured ($BROWSER, as Python's webbrowser reads it).
+    opened = tmp_path / "opened.txt"
+    report = run_cli("report", run_id, "--json", "--open", cwd=project,
+                     env={"BROWSER": f"sh -c 'echo %s > {opened}'"})
     assert report.returncode == 0, report.stderr
-    assert (project / json.loads(report.stdout)["report_path"]).is_file()
+    path = project / json.loads(report.stdout)["report_path"]
+    assert path.is_file()
+    assert opened.read_text().strip() == path.resolve().as_uri()
 
 
 def test_traces_import_then_evaluate_scores_agent_trace(walkthrough, tmp_path):
