@@ -110,3 +110,48 @@ def test_a_missing_tool_file_fails_at_load_naming_the_tools_path_line(tmp_path):
         load_config(config)
     (tmp_path / "tools.yaml").write_text("- name: lookup_order\n")
     assert load_config(config).prompts[0].tools_path == "tools.yaml"
+
+
+SEED_001_CONFIG = """\
+version: 1
+prompts:
+  - id: replay
+    detection: manual
+    content: "{input}"
+    variables: [input]
+
+defaults:
+  source_model: gemini-2.5-flash
+  target_model: gemini-3.1-flash-lite-preview
+
+evaluators:
+  tool_selection:
+    - name: routing
+      conformance: expected         # each side vs example.expected_tools
+      divergence: set               # target vs source, Jaccard on names
+      severity_floor: high
+
+  # Optional — enable as needed:
+  # tool_arguments:
+  #   - name: routing_args
+  # tool_trace_structure:
+  #   - name: routing_structure
+"""
+
+
+def test_seed_001_minimal_agent_config_loads_as_written():
+    """Seed 001, Configuration: "A minimal agent config:" — verbatim."""
+    cfg = parse_config(SEED_001_CONFIG)
+    assert (cfg.defaults.source_model, cfg.defaults.target_model) == ("gemini-2.5-flash", "gemini-3.1-flash-lite-preview")
+    assert cfg.prompts[0].model_dump() == {"id": "replay", "detection": "manual", "content": "{input}",
+                                           "variables": ["input"], "tools_path": None}
+    assert cfg.evaluators == {"tool_selection": [{"name": "routing", "conformance": "expected", "divergence": "set",
+                                                  "severity_floor": "high"}]}
+
+
+def test_seed_000_agent_trace_block_loads():
+    """Seed 000: the agent_trace safety block, verbatim."""
+    cfg = parse_config("evaluators:\n  agent_trace:\n    - name: safety\n      check_missing_verification: true\n"
+                       "      verification_tools: [confirm_with_user]\n"
+                       "      dangerous_tools: [delete_record, transfer_funds]\n")
+    assert cfg.evaluators["agent_trace"][0]["dangerous_tools"] == ["delete_record", "transfer_funds"]
