@@ -190,7 +190,7 @@ def decode_attributes(attrs: Iterable[dict[str, Any]] | None) -> dict[str, Any]:
         for kv in attrs:
             if isinstance(kv, dict):
                 v = kv.get("value") or {}
-                out[kv.get("key")] = _value(v) if isinstance(v, dict) else None
+                out[str(kv.get("key"))] = _value(v) if isinstance(v, dict) else None
         return out
 
 

@@ -240,7 +240,7 @@ def promote_example(
     if ref and toolsets is not None:
         tools = toolsets(ref)
         if tools is not None:
-            schemas = {t.get("name"): t.get("input_schema") for t in tools if isinstance(t, Mapping)}
+            schemas = {str(t.get("name")): t.get("input_schema") for t in tools if isinstance(t, Mapping)}
     for c in calls[1:]:
         if c.get("toolset_ref") != ref:
             warnings.append(f"{example_id}: round {c.get('round_index')} offered a different toolset than "
@@ -272,7 +272,7 @@ def promote_example(
             seen_calls.add(key)
         for res in results_by_round[k] if k < len(results_by_round) else ():
             if id(res) in failed_ids:
-                failed_tools.add(res.get("tool_name"))
+                failed_tools.add(str(res.get("tool_name")))
     round1 = tool_rounds[0] if tool_rounds else []
     expected_tool_count: int | None = len(round1) if round1 else None
     if retried and round1:

@@ -328,9 +328,9 @@ def _save_state(base: Path, positions: dict[str, FilePosition], assembler: TurnA
         "pending": [s.to_json() for s in assembler.held_back()],
     }
     data = orjson.dumps(state, option=orjson.OPT_INDENT_2) + b"\n"
-    path = base / STATE_FILE
-    if not path.exists() or path.read_bytes() != data:
-        atomic_write_bytes(path, data)
+    state_path = base / STATE_FILE
+    if not state_path.exists() or state_path.read_bytes() != data:
+        atomic_write_bytes(state_path, data)
 
 
 def sync(

@@ -190,3 +190,20 @@ def test_golden_file_reads(tmp_path):
     captures = list(iter_captures([golden], warn=warnings.append))
     assert len(captures) == 1 and warnings == []
     assert json.dumps(captures[0].to_dict())
+
+
+def test_gzip_still_being_written_yields_its_whole_lines_and_resumes(refund_capture, tmp_path):
+    spans = flat_spans(refund_capture)
+    write_spans(tmp_path / "plain.jsonl", spans)  # one span a line
+    raw = (tmp_path / "plain.jsonl").read_bytes()
+    whole = gzip.compress(raw)
+    path = tmp_path / "spans.jsonl.gz"
+    path.write_bytes(whole[: len(whole) - 30])  # the compressor has not finished
+    pos = FilePosition()
+    warnings: list[str] = []
+    first = [s for batch in read_spans(path, pos, warnings.append) for s in batch]
+    assert warnings == [] and len(first) < len(spans)
+    assert raw[: pos.offset].count(b"\n") == pos.line == len(first)
+    path.write_bytes(whole)
+    rest = [s for batch in read_spans(path, pos, warnings.append) for s in batch]
+    assert [s.span_id for s in first + rest] == [s["spanId"] for s in spans]
