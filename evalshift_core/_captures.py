@@ -254,12 +254,26 @@ class FilePosition:
                 "examples": self.examples, "suites": sorted(self.suites)}
 
 
-def _rotation_key(path: Path) -> tuple[str, int, str]:
-    # spans-<stamp>-<pid>.jsonl, then .1.jsonl, .2.jsonl ...: the base file comes first.
-    m = re.match(r"^(.*?)(?:\.(\d+))?(\.jsonl?(?:\.gz)?)$", path.name)
+_LUMBERJACK = re.compile(r"^(.*)-(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)(\.jsonl?(?:\.gz)?)$")
+_SEQUENCE = re.compile(r"^(.*?)(?:\.(\d+))?(\.jsonl?(?:\.gz)?)$")
+
+
+def _rotation_key(path: Path) -> tuple[str, str, int, str]:
+    """Order rotated files oldest first, so a turn's children come before its root.
+
+    Our SDK's ``spans-<stamp>-<pid>.jsonl`` then ``.1.jsonl``, ``.2.jsonl``; the Collector's
+    file exporter (lumberjack) keeps ``traces.json`` current and renames old ones to
+    ``traces-<timestamp>.json`` backups, which come before it.
+    """
+    m = _LUMBERJACK.match(path.name)
+    if m:
+        return (m.group(1), m.group(3), 0, m.group(2))
+    m = _SEQUENCE.match(path.name)
     if not m:
-        return (path.name, 0, "")
-    return (m.group(1), int(m.group(2) or 0), m.group(3))
+        return (path.name, "", 0, "")
+    if m.group(2) is not None:
+        return (m.group(1), m.group(3), 0, f"{int(m.group(2)):012d}")
+    return (m.group(1), m.group(3), 0, "")  # a base name: first of our SDK's sequence
 
 
 def capture_files(capture_dir: str | os.PathLike[str]) -> list[Path]:
@@ -270,7 +284,16 @@ def capture_files(capture_dir: str | os.PathLike[str]) -> list[Path]:
     if not root.is_dir():
         return []
     files = [p for p in root.iterdir() if p.is_file() and p.name.endswith(_CAPTURE_SUFFIXES)]
-    return sorted(files, key=_rotation_key)
+    keys = {p: _rotation_key(p) for p in files}
+    with_backups = {(k[0], k[1]) for p, k in keys.items() if _LUMBERJACK.match(p.name)}
+
+    def order(p: Path) -> tuple[str, str, int, str]:
+        k = keys[p]
+        if k[3] == "" and (k[0], k[1]) in with_backups:
+            return (k[0], k[1], 1, "")  # the Collector's current file: after its backups
+        return k
+
+    return sorted(files, key=order)
 
 
 def iter_lines(

@@ -207,3 +207,17 @@ def test_gzip_still_being_written_yields_its_whole_lines_and_resumes(refund_capt
     path.write_bytes(whole)
     rest = [s for batch in read_spans(path, pos, warnings.append) for s in batch]
     assert [s.span_id for s in first + rest] == [s["spanId"] for s in spans]
+
+
+def test_collector_backups_are_read_before_the_current_file(refund_capture, tmp_path):
+    """lumberjack rotation: traces.json is current; traces-<timestamp>.json are older backups."""
+    spans = flat_spans(refund_capture)
+    root = next(s for s in spans if "parentSpanId" not in s)
+    children = [s for s in spans if s is not root]
+    write_spans(tmp_path / "traces.json", [root])
+    write_spans(tmp_path / "traces-2026-11-30T06-00-00.000.json", children[:2])
+    write_spans(tmp_path / "traces-2026-11-30T07-00-00.000.json", children[2:])
+    assert [p.name for p in capture_files(tmp_path)] == [
+        "traces-2026-11-30T06-00-00.000.json", "traces-2026-11-30T07-00-00.000.json", "traces.json"]
+    (capture,) = load_captures(tmp_path)
+    assert _kinds(capture) == EXPECTED_EVENTS
