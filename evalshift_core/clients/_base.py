@@ -129,8 +129,9 @@ def classify_error(exc: BaseException) -> ModelCallError:
     if isinstance(exc, ModelCallError):
         return exc
     status = getattr(exc, "status_code", None)
-    if status is None and isinstance(getattr(exc, "code", None), int):
-        status = exc.code  # google-genai's APIError
+    code = getattr(exc, "code", None)
+    if status is None and isinstance(code, int):
+        status = code  # google-genai's APIError
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)
     name = type(exc).__name__

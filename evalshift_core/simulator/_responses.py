@@ -54,7 +54,7 @@ def parse_responses_request(body: dict[str, Any]) -> SimRequest:
 def _output(reply: Reply, request_no: int) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if reply.text is not None or reply.refusal is not None:
-        content = []
+        content: list[dict[str, Any]] = []
         if reply.refusal is not None:
             content.append({"type": "refusal", "refusal": reply.refusal})
         if reply.text is not None:

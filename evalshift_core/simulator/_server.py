@@ -59,6 +59,7 @@ class Simulator:
     @property
     def base_url(self) -> str:
         host, port = self._server.server_address[:2]
+        host = host.decode() if isinstance(host, bytes) else host
         return f"http://{host}:{port}"
 
     @property
