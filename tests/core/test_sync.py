@@ -344,3 +344,27 @@ def test_turn_held_back_long_after_later_turns_is_reported(two_turns, tmp_path):
     result = sync(captures, base=tmp_path / "base", suite_name="s")
     assert result.added == 1 and result.held_back == 1
     assert any("held back for over an hour" in w for w in result.warnings)
+
+
+def test_support_agent_example_syncs_into_known_rounds(demo_simulator, tmp_path):
+    """examples/support_agent.py on the demo's baseline model, synced with --rounds all."""
+    from evalshift_core._demo import find_example_agent
+
+    env = {"PATH": "/usr/bin:/bin", "EVALSHIFT_CAPTURE": "1", "EVALSHIFT_CAPTURE_DIR": str(tmp_path / "captures"),
+           "OPENAI_BASE_URL": demo_simulator.openai_base_url, "OPENAI_API_KEY": "sk-test"}
+    subprocess.run([sys.executable, str(find_example_agent()), "--quiet"], env=env, check=True)
+    result = sync(tmp_path / "captures", base=tmp_path / "base", rounds="all")
+    examples = load_suite(result.suites["support"])
+    shapes: dict[str, set] = {}
+    for ex in examples:
+        rounds = tuple(tuple(c.tool_name for c in r) for r in ex.expected_tool_rounds)
+        shapes.setdefault(ex.tags[0], set()).add((rounds, len(ex.tool_result_fixtures or [])))
+    assert shapes == {
+        "refund": {((("lookup_order",), ("issue_refund",), ()), 2)},
+        "status": {((("lookup_order",), ()), 1)},
+        "security": {((("notify_security_team",), ()), 1)},
+        "policy": {(((),), 0)},
+    }
+    assert len(examples) == 32 and all(e.promotion_source == "requested" for e in examples)
+    assert sum(bool(e.expected_no_tools) for e in examples) == 9
+    assert not [w for w in result.warnings if "--rounds all" in w]
