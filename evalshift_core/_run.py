@@ -448,6 +448,7 @@ def run(
     rate_limits: Mapping[str, float] | None = None,
     prices: Mapping[str, Any] | str | os.PathLike[str] | None = None,
     retry: RetryPolicy | None = None,
+    retry_errors: bool = False,
 ) -> RunResult:
     """Replay ``examples`` through ``source`` and ``target``; write ``raw.jsonl`` and ``run.json``.
 
@@ -455,7 +456,8 @@ def run(
     missing (example, role) pairs are replayed. ``max_cost`` (USD) refuses to start when the
     pre-flight estimate is above it. ``use_cache=False`` bypasses the response cache for reads.
     ``rate_limits`` maps a provider (or ``provider:NAME``) to requests per minute; a
-    ``providers:`` entry may also carry ``rpm`` and ``max_concurrency``.
+    ``providers:`` entry may also carry ``rpm`` and ``max_concurrency``. ``retry_errors=True``
+    on a resume replays the rows that failed (``round k/n: ...``) instead of keeping them.
     """
     if concurrency < 1:
         raise ReplayError("concurrency must be at least 1")
@@ -473,6 +475,11 @@ def run(
         if stored != [e.id for e in examples]:
             raise ReplayError(f"run {run_id} was started on a different set of examples; start a new run instead")
     done_rows = _read_rows(out / "raw.jsonl") if resuming and out is not None else []
+    if retry_errors and any(c.error for c in done_rows):
+        assert out is not None
+        done_rows = [c for c in done_rows if not c.error]
+        # rewritten whole and atomically: a crash here leaves the old file, never half of one
+        atomic_write_jsonl(out / "raw.jsonl", (c.model_dump(mode="json", exclude_none=True) for c in done_rows))
     done = {(c.example_id, c.role) for c in done_rows}
 
     # Plan every request before any call: bad input fails here, and the pre-flight can price it.

@@ -251,3 +251,19 @@ def test_progress_bar_shows_rows_and_cost_on_stderr(tmp_path, capsys):
             prices=prices, progress=True)
     err = capsys.readouterr().err
     assert "replay " in err and "6/6" in err and "spent" in err and "$0.0" in err
+
+
+def test_resume_keeps_failed_rows_unless_asked_to_retry_them(tmp_path):
+    with Simulator(load_scripts(SCRIPTS), rate_limit_first=100) as sim:
+        first = run(examples(2), source="openai:base", target="openai:cand", base=tmp_path, run_id="r",
+                    providers=all_providers(sim), progress=False, retry=RetryPolicy(max_retries=0))
+        assert all(c.error and c.error.startswith("round 1/1: RateLimitError: 429") for c in first.calls)
+        sim.rate_limit_first = 0
+        kept = run(examples(2), source="openai:base", target="openai:cand", base=tmp_path, run_id="r",
+                   providers=all_providers(sim), progress=False)
+        assert kept.requests == 0 and all(c.error for c in kept.calls)
+        retried = run(examples(2), source="openai:base", target="openai:cand", base=tmp_path, run_id="r",
+                      providers=all_providers(sim), progress=False, retry_errors=True)
+    assert retried.requests == 4 and not any(c.error for c in retried.calls)
+    rows = (tmp_path / "runs" / "r" / "raw.jsonl").read_text().splitlines()
+    assert len(rows) == 4 and not any('"error"' in r for r in rows)
