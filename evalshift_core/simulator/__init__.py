@@ -1,6 +1,7 @@
 """A loopback provider simulator: scripted models behind real provider wire formats.
 
-Used as the demo's embedded model server and as the tests' server for the official SDKs.
+OpenAI Chat and Responses, Anthropic Messages, Gemini generateContent (JSON and SSE), with
+injectable latency and 429s; the demo's model server and the tests' server for the official SDKs.
 """
 
 from ._rules import ModelScript, Reply, Rule, SimRequest, load_scripts

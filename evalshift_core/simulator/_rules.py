@@ -7,6 +7,11 @@ decides the reply. Rules are plain data, so a script can live in YAML or JSON:
       reply: {tool_calls: [{name: lookup_order, arguments: {order_id: "{order_id}"}}]}
     - when: {after: [lookup_order]}
       reply: {text: "Done."}
+    - when: {}
+      reply: {error: {status: 400, message: "context too long"}}   # an HTTP error instead
+
+``after`` is the list of tool names the conversation already called (recorded or the model's),
+so a rule can answer round k of a teacher-forced replay.
 """
 
 from __future__ import annotations
