@@ -105,6 +105,87 @@ def _unwrap_arguments(
             )
 
 
+
+def _history_and_inputs(
+    first: Mapping[str, Any], turn_inputs: Mapping[str, Any] | None
+) -> tuple[list[dict[str, Any]], dict[str, Any], bool]:
+    """Round 1's input split into the history prefix and the rendered prompt's ``input``.
+
+    ``turn()`` inputs are kept as given; ``input`` (what a capture-first ``{input}`` prompt
+    renders) is the last user message. The flag says messages followed that user message.
+    """
+    messages = list(first.get("messages") or [])
+    system = first.get("system_instructions")
+    if system and not any(m.get("role") == "system" for m in messages):
+        messages.insert(0, {"role": "system", "parts": system})
+    inputs = dict(turn_inputs or {})
+    last_user = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user"), None)
+    if last_user is None:
+        return messages, inputs, False
+    inputs.setdefault("input", _text_of(messages[last_user]))
+    return messages[:last_user], inputs, last_user < len(messages) - 1
+
+
+def _retried(
+    recorded: list[list[dict[str, Any]]], results_by_round: list[list[dict[str, Any]]], failed_ids: set[int]
+) -> list[str]:
+    """Tools the turn called again: after a failed result, or with the same arguments twice."""
+    retried: list[str] = []
+    seen_calls: set[bytes] = set()
+    failed_tools: set[str] = set()
+    for k, calls in enumerate(recorded):
+        for call in calls:
+            key = orjson.dumps([call["tool_name"], call.get("arguments")], option=orjson.OPT_SORT_KEYS)
+            if (key in seen_calls or call["tool_name"] in failed_tools) and call["tool_name"] not in retried:
+                retried.append(call["tool_name"])
+            seen_calls.add(key)
+        for res in results_by_round[k] if k < len(results_by_round) else ():
+            if id(res) in failed_ids:
+                failed_tools.add(str(res.get("tool_name")))
+    return retried
+
+
+def _fixtures(
+    example_id: str,
+    recorded: list[list[dict[str, Any]]],
+    result_for: Callable[[int, dict[str, Any], set[int]], Any],
+    warnings: list[str],
+) -> list[list[dict[str, Any]]] | None:
+    """``tool_result_fixtures`` for ``--rounds all`` (seed 001, "Agent rounds")."""
+    n = len(recorded)
+    if n < 2 or not recorded[0]:
+        return None
+    fixtures: list[list[dict[str, Any]]] = []
+    stop_reason = None
+    for k in range(n - 1):  # never the last recorded round: the replay's extra round is recorded
+        if not recorded[k]:
+            stop_reason = f"round {k + 1} called no tool but the turn went on"
+            break
+        entries = []
+        used: set[int] = set()
+        for call in recorded[k]:
+            found = result_for(k, call, used)
+            if found is _MISSING:
+                stop_reason = f"round {k + 1} call {call['tool_name']} has no recorded result"
+                break
+            entries.append(_fixture(call["tool_name"], found[0], found[1], call.get("call_id")))
+        if stop_reason:
+            break
+        fixtures.append(entries)
+    if not fixtures:
+        warnings.append(f"{example_id}: --rounds all: {stop_reason}; replay stays single-shot (round 1 only)")
+        return None
+    if stop_reason:
+        covered = len(fixtures)
+        later = [f"round {j + 1}: {_names(recorded[j])}" for j in range(covered + 1, n) if recorded[j]]
+        warnings.append(
+            f"{example_id}: --rounds all: {stop_reason}; tool_result_fixtures cover rounds 1-{covered}, "
+            f"so the replay covers rounds 1-{covered + 1} of {n}"
+            + (f"; not replayed: {'; '.join(later)}" if later else "")
+        )
+    return fixtures
+
+
 def promote_example(
     capture: Capture,
     *,
@@ -261,18 +342,9 @@ def promote_example(
                     "the model's next move reacted to a broken tool, not a decision worth reproducing"
                 )
 
-    # Retry detection for expected_tool_count.
-    seen_calls: set[bytes] = set()
-    failed_tools: set[str] = set()
-    for k, r in enumerate(recorded):
-        for call in r:
-            key = orjson.dumps([call["tool_name"], call.get("arguments")], option=orjson.OPT_SORT_KEYS)
-            if (key in seen_calls or call["tool_name"] in failed_tools) and call["tool_name"] not in retried:
-                retried.append(call["tool_name"])
-            seen_calls.add(key)
-        for res in results_by_round[k] if k < len(results_by_round) else ():
-            if id(res) in failed_ids:
-                failed_tools.add(str(res.get("tool_name")))
+    for name in _retried(recorded, results_by_round, failed_ids):
+        if name not in retried:
+            retried.append(name)
     round1 = tool_rounds[0] if tool_rounds else []
     expected_tool_count: int | None = len(round1) if round1 else None
     if retried and round1:
@@ -282,56 +354,16 @@ def promote_example(
             "turn, and a retry loop is circumstance, not behaviour"
         )
 
-    # History and rendered prompt from round 1's input.
-    messages = list(first.get("messages") or [])
-    system = first.get("system_instructions")
-    if system and not any(m.get("role") == "system" for m in messages):
-        messages.insert(0, {"role": "system", "parts": system})
-    last_user = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user"), None)
-    inputs = dict(capture.inputs or {})
-    if last_user is None:
-        history = messages
-    else:
-        history = messages[:last_user]
-        inputs.setdefault("input", _text_of(messages[last_user]))
-        if last_user < len(messages) - 1:
-            warnings.append(f"{example_id}: round 1's input continues after its last user message; "
-                            "those messages are not replayed")
+    history, inputs, trailing = _history_and_inputs(first, capture.inputs)
+    if trailing:
+        warnings.append(f"{example_id}: round 1's input continues after its last user message; "
+                        "those messages are not replayed")
 
-    # Fixtures for teacher-forced replay.
-    fixtures: list[list[dict[str, Any]]] | None = None
-    n = len(tool_rounds)
-    if rounds == "all" and n > 1 and recorded[0]:
-        fixtures = []
-        stop_reason = None
-        for k in range(n - 1):
-            if not recorded[k]:
-                stop_reason = f"round {k + 1} called no tool but the turn went on"
-                break
-            entries = []
-            used: set[int] = set()
-            for call in recorded[k]:
-                found = result_for(k, call, used)
-                if found is _MISSING:
-                    stop_reason = f"round {k + 1} call {call['tool_name']} has no recorded result"
-                    break
-                entries.append(_fixture(call["tool_name"], found[0], found[1], call.get("call_id")))
-            if stop_reason:
-                break
-            fixtures.append(entries)
-        if not fixtures:
-            fixtures = None
-            warnings.append(f"{example_id}: --rounds all: {stop_reason}; replay stays single-shot (round 1 only)")
-        elif stop_reason:
-            covered = len(fixtures)
-            later = [f"round {j + 1}: {_names(recorded[j])}" for j in range(covered + 1, n) if recorded[j]]
-            warnings.append(
-                f"{example_id}: --rounds all: {stop_reason}; tool_result_fixtures cover rounds 1-{covered}, "
-                f"so the replay covers rounds 1-{covered + 1} of {n}"
-                + (f"; not replayed: {'; '.join(later)}" if later else "")
-            )
-    elif rounds == "first":
-        later = [f"round {j + 1}: {_names(recorded[j])}" for j in range(1, n) if recorded[j]]
+    fixtures = None
+    if rounds == "all":
+        fixtures = _fixtures(example_id, recorded, result_for, warnings)
+    else:
+        later = [f"round {j + 1}: {_names(recorded[j])}" for j in range(1, len(recorded)) if recorded[j]]
         if later:
             warnings.append(
                 f"{example_id}: --rounds first replays round 1 only; later calls not replayed: {'; '.join(later)}"

@@ -126,6 +126,8 @@ class _Promoter:
     """Shared engine of ``sync`` and ``promote_files``: spans -> turns -> examples -> suites."""
 
     def __init__(self, base: Path, suite_name: str | None, rounds: RoundsMode, names_only: bool) -> None:
+        if rounds not in ("first", "all"):
+            raise InputError(f"rounds must be 'first' or 'all', not {rounds!r}", field="rounds")
         self.base = base
         self.suite_name = suite_name
         self.rounds = rounds

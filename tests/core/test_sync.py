@@ -368,3 +368,8 @@ def test_support_agent_example_syncs_into_known_rounds(demo_simulator, tmp_path)
     assert len(examples) == 32 and all(e.promotion_source == "requested" for e in examples)
     assert sum(bool(e.expected_no_tools) for e in examples) == 9
     assert not [w for w in result.warnings if "--rounds all" in w]
+
+
+def test_unknown_rounds_mode_is_a_clear_error(two_turns, tmp_path):
+    with pytest.raises(InputError, match="rounds must be 'first' or 'all'"):
+        sync(two_turns[0], base=tmp_path / "base", rounds="some")
