@@ -420,7 +420,9 @@ def promote(
     """Promote every capture that holds a usable model call."""
     out = []
     for c in captures:
-        record, _ = promote_example(c, rounds=rounds, names_only=names_only)
+        record, warnings = promote_example(
+            c, rounds=rounds, names_only=names_only, toolsets=c.toolsets.get if c.toolsets else None
+        )
         if record is not None:
-            out.append(promote_capture(c, rounds=rounds, names_only=names_only))
+            out.append(Promotion(example=Example.model_validate(record), warnings=warnings))
     return out
