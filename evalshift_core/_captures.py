@@ -283,7 +283,9 @@ def capture_files(capture_dir: str | os.PathLike[str]) -> list[Path]:
         return [root]
     if not root.is_dir():
         return []
-    files = [p for p in root.iterdir() if p.is_file() and p.name.endswith(_CAPTURE_SUFFIXES)]
+    # Dotfiles are temp files mid-write; sync-state.json is sync's own bookkeeping.
+    files = [p for p in root.iterdir() if p.is_file() and p.name.endswith(_CAPTURE_SUFFIXES)
+             and not p.name.startswith(".") and p.name != "sync-state.json"]
     keys = {p: _rotation_key(p) for p in files}
     with_backups = {(k[0], k[1]) for p, k in keys.items() if _LUMBERJACK.match(p.name)}
 
