@@ -152,6 +152,11 @@ def print_verdict(payload: Mapping[str, Any]) -> None:
             click.echo(f"  {r.get('example_id')}: {labels} [{', '.join(r.get('tools') or [])}]")
         if len(regressions) > MAX_LISTED_REGRESSIONS:
             click.echo(f"  ... and {len(regressions) - MAX_LISTED_REGRESSIONS} more in the report (or --json)")
+    recommendations = payload.get("recommendations") or []
+    if recommendations:
+        click.echo("\nRecommendations:")
+        for line in recommendations:
+            click.echo(f"  - {line}")
     if payload.get("report_path"):
         click.echo(f"\nReport: {payload['report_path']}")
     click.echo(f"Run id: {payload['run_id']}")
