@@ -258,3 +258,17 @@ def test_gemini_3_recorded_calls_carry_the_documented_signature_bypass(tmp_path)
     parts = [p for b in bodies for c in b["contents"] for p in c["parts"] if "functionCall" in p]
     assert len(parts) == 2 * (1 + 2)  # rounds 2 and 3 carry 1 and 2 recorded calls, per model
     assert {p["thoughtSignature"] for p in parts} == {"skip_thought_signature_validator"}
+
+
+def test_providers_from_evalshift_yaml_reach_the_clients(sim, tmp_path):
+    """compare(config=...) passes evalshift.yaml's providers: mapping to run()."""
+    from evalshift_core import compare
+
+    config = {"providers": {"anthropic": {"base_url": sim.anthropic_base_url, "api_key": "k"}},
+              "evaluators": {"tool_selection": [{"name": "routing"}]}}
+    cmp = compare([agent_example()], source="anthropic:base", target="anthropic:cand", config=config,
+                  out_dir=tmp_path, run_options={"progress": False, "concurrency": 2})
+    assert [r["model"] for r in sim.served("anthropic")] and cmp.run_dir.exists()
+    rows = [json.loads(line) for line in (cmp.run_dir / "raw.jsonl").read_text().splitlines()]
+    assert {r["role"]: r["trace"]["calls"][0]["tool_name"] for r in rows} == {
+        "source": "lookup_order", "target": "issue_refund"}
