@@ -241,9 +241,31 @@ _PLAIN_SCALAR = re.compile(r"[A-Za-z0-9_./][A-Za-z0-9_./\-]*")
 
 
 def _yaml_scalar(value: str) -> str:
-    if _PLAIN_SCALAR.fullmatch(value) and value not in ("null", "true", "false", "~"):
-        return value
-    return orjson.dumps(value).decode()
+    """``value`` as a YAML scalar: plain when it reads back as that same string, else quoted."""
+    if _PLAIN_SCALAR.fullmatch(value):
+        from ruamel.yaml import YAML
+
+        # "0", "1e3", "null", "true", "0o7" ... are plain-looking but resolve to other types.
+        if YAML(typ="safe", pure=True).load(value) == value:
+            return value
+    return _double_quoted(value)
+
+
+def _double_quoted(value: str) -> str:
+    """A YAML double-quoted scalar; characters YAML forbids raw in a stream are escaped."""
+    out = []
+    for ch in value:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch.isprintable() and ch not in "\u2028\u2029\ufeff":
+            out.append(ch)
+        elif ord(ch) <= 0xFF:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) <= 0xFFFF:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    return '"' + "".join(out) + '"'
 
 
 def _content_end(node: Any) -> Any:

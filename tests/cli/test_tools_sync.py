@@ -233,3 +233,13 @@ def test_set_tools_path_only_adds_lines(comments, prompt_ids):
     from evalshift_core._config import parse_config
 
     assert all(p.tools_path == ".evalshift/tools.json" for p in parse_config(new).prompts)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.text(min_size=1, max_size=40).filter(lambda s: s.strip() == s and "\x00" not in s))
+def test_any_tools_path_value_reads_back(value):
+    """The scalar tools sync writes (plain when safe, else quoted) reads back as the same string."""
+    from evalshift_core._config import parse_config
+
+    new, _, _ = set_tools_path("prompts:\n  - id: replay\n", value)
+    assert parse_config(new).prompts[0].tools_path == value
