@@ -73,7 +73,9 @@ evaluators:
 
 def render_template(*, source_model: str = DEFAULT_SOURCE_MODEL, target_model: str = DEFAULT_TARGET_MODEL) -> str:
     """The commented capture-first config with the given default models."""
-    return TEMPLATE.format(source_model=source_model, target_model=target_model)
+    from ._tools_sync import yaml_scalar
+
+    return TEMPLATE.format(source_model=yaml_scalar(source_model), target_model=yaml_scalar(target_model))
 
 
 def write_init(

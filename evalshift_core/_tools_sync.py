@@ -237,10 +237,10 @@ def dedupe(found: Sequence[ExtractedTool], *, file: str) -> list[Tool]:
 
 # -- evalshift.yaml, edited in place ------------------------------------------------------------
 
-_PLAIN_SCALAR = re.compile(r"[A-Za-z0-9_./][A-Za-z0-9_./\-]*")
+_PLAIN_SCALAR = re.compile(r"[A-Za-z0-9_./][A-Za-z0-9_./:@+\-]*")
 
 
-def _yaml_scalar(value: str) -> str:
+def yaml_scalar(value: str) -> str:
     """``value`` as a YAML scalar: plain when it reads back as that same string, else quoted."""
     if _PLAIN_SCALAR.fullmatch(value):
         from ruamel.yaml import YAML
@@ -292,7 +292,7 @@ def set_tools_path(text: str, tools_path: str, *, prompt_ids: Sequence[str] | No
 
     newline = "\r\n" if "\r\n" in text else "\n"
     root = YAML(typ="rt").compose(text)
-    scalar = _yaml_scalar(tools_path)
+    scalar = yaml_scalar(tools_path)
     edits: list[tuple[int, int, str]] = []  # (start, end, replacement) on character indexes
     set_ids: list[str] = []
     warnings: list[str] = []

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from cli_support import assert_user_error
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from evalshift_core._config import load_config
+from evalshift_core._config import load_config, parse_config
+from evalshift_core._init import render_template
 
 
 def test_init_writes_seed_001_capture_first_config(cli, tmp_path):
@@ -46,3 +49,11 @@ def test_init_refuses_to_overwrite_without_force(cli, tmp_path):
     assert (tmp_path / "evalshift.yaml").read_text() == "# mine\nversion: 1\n"
     assert cli("init", "--force").returncode == 0
     assert "prompts:" in (tmp_path / "evalshift.yaml").read_text()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(min_size=1, max_size=30).filter(lambda s: s.strip() == s and "\x00" not in s))
+def test_any_model_name_is_written_so_it_reads_back(name):
+    """A model name with YAML-special characters ('#', ': ', quotes) still reads back exactly."""
+    text = render_template(source_model=f"openai:{name}", target_model="claude-x")
+    assert parse_config(text).defaults.source_model == f"openai:{name}"
