@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evalshift_core._config import load_config, parse_config
 from evalshift_core._exceptions import ConfigError
@@ -155,3 +157,26 @@ def test_seed_000_agent_trace_block_loads():
                        "      verification_tools: [confirm_with_user]\n"
                        "      dangerous_tools: [delete_record, transfer_funds]\n")
     assert cfg.evaluators["agent_trace"][0]["dangerous_tools"] == ["delete_record", "transfer_funds"]
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    prompts=st.integers(1, 5),
+    bad=st.data(),
+    comments=st.lists(st.sampled_from(["", "# c", "  # indented"]), min_size=5, max_size=5),
+)
+def test_the_error_line_is_the_line_of_the_bad_key(prompts, bad, comments):
+    """Wherever an unknown key sits among prompts, comments and blank lines, the error names its line."""
+    target = bad.draw(st.integers(0, prompts - 1))
+    lines = [comments[0], "version: 1", comments[1], "prompts:"]
+    bad_line = 0
+    for i in range(prompts):
+        lines += [f"  - id: p{i}", comments[2], "    content: '{input}'"]
+        if i == target:
+            lines.append("    tols_path: x.yaml")
+            bad_line = len(lines)
+        lines.append(comments[3])
+    lines += ["defaults: {}", comments[4]]
+    msg = _error("\n".join(lines) + "\n")
+    assert msg.startswith(f"evalshift.yaml:{bad_line}: prompts[{target}].tols_path: unknown key 'tols_path'; "
+                          "did you mean 'tools_path'?")
