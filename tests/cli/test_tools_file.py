@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evalshift_core._config import Config, Prompt
 from evalshift_core._exceptions import ConfigError
-from evalshift_core._models import Example
+from evalshift_core._models import Example, Tool
 from evalshift_core._tools_file import apply_prompt_tools, load_tools_file
 
 ANTHROPIC_YAML = """\
@@ -81,3 +83,36 @@ def test_prompt_tools_fill_only_examples_without_a_toolset(tmp_path):
     out = apply_prompt_tools(examples, cfg, config_dir=tmp_path)
     assert [t.name for t in out[0].tools] == ["issue_refund"]
     assert out[1].tools == [] and out[2].tools is None and out[2].toolset_ref == "sha256:ab"
+
+
+_schema = st.fixed_dictionaries({"type": st.just("object"), "properties": st.dictionaries(
+    st.from_regex(r"[a-z_]{1,8}", fullmatch=True), st.fixed_dictionaries({"type": st.sampled_from(["string", "number"])}),
+    max_size=3)})
+_tool = st.fixed_dictionaries({"name": st.from_regex(r"[a-z][a-z_]{0,10}", fullmatch=True), "input_schema": _schema},
+                              optional={"description": st.text(min_size=1, max_size=20), "strict": st.booleans()})
+
+
+def _openai_shape(tool: dict) -> dict:
+    fn = {"name": tool["name"], "parameters": tool["input_schema"]}
+    fn.update({k: tool[k] for k in ("description", "strict") if k in tool})
+    return {"type": "function", "function": fn}
+
+
+@settings(max_examples=40, deadline=None)
+@given(tools=st.lists(_tool, min_size=1, max_size=4, unique_by=lambda t: t["name"]),
+       shapes=st.lists(st.booleans(), min_size=4, max_size=4), as_yaml=st.booleans(), wrapped=st.booleans())
+def test_any_mix_of_shapes_and_formats_reads_as_the_same_toolset(tmp_path_factory, tools, shapes, as_yaml, wrapped):
+    import io
+
+    from ruamel.yaml import YAML
+
+    mixed = [_openai_shape(t) if shapes[i] else t for i, t in enumerate(tools)]
+    value = {"tools": mixed} if wrapped else mixed
+    path = tmp_path_factory.mktemp("tools") / ("tools.yaml" if as_yaml else "tools.json")
+    if as_yaml:
+        buf = io.StringIO()
+        YAML(typ="safe", pure=True).dump(value, buf)
+        path.write_text(buf.getvalue())
+    else:
+        path.write_text(json.dumps(value))
+    assert load_tools_file(path).canonical() == [Tool.model_validate(t).canonical() for t in tools]
