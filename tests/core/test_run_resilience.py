@@ -267,3 +267,16 @@ def test_resume_keeps_failed_rows_unless_asked_to_retry_them(tmp_path):
     assert retried.requests == 4 and not any(c.error for c in retried.calls)
     rows = (tmp_path / "runs" / "r" / "raw.jsonl").read_text().splitlines()
     assert len(rows) == 4 and not any('"error"' in r for r in rows)
+
+
+def test_run_works_when_called_from_a_running_event_loop(tmp_path):
+    """Notebooks call run()/compare() with a loop already running; the replay uses its own."""
+    import asyncio
+
+    async def inside() -> list:
+        with Simulator(load_scripts(SCRIPTS)) as sim:
+            return run(examples(2), source="openai:base", target="openai:cand", base=tmp_path,
+                       providers=all_providers(sim), progress=False).calls
+
+    calls = asyncio.run(inside())
+    assert len(calls) == 4 and not any(c.error for c in calls)
