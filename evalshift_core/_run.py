@@ -229,8 +229,9 @@ def _read_rows(raw: Path) -> list[Call]:
 
 
 class ProviderGate:
-    """Per-provider admission: an optional requests-per-minute token bucket, an optional
-    concurrency cap, and a shared pause after a 429 so one storm is not hit by every worker."""
+    """Per-provider admission: optional requests-per-minute spacing (one request every 60/rpm s),
+    an optional concurrency cap, and a shared pause after a 429/503/529 so a storm is not hit by
+    every worker at once."""
 
     def __init__(self, rpm: float | None = None, max_concurrency: int | None = None) -> None:
         self.interval = 60.0 / rpm if rpm else 0.0
