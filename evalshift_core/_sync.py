@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import os
+import shutil
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -97,10 +98,12 @@ class _SuiteWriter:
             self._tmp = open(self._tmp_path, "wb")  # noqa: SIM115 - closed by commit() or abort()
             if self.path.exists():
                 with open(self.path, "rb") as src:
-                    existing = src.read()
-                self._tmp.write(existing)
-                if existing and not existing.endswith(b"\n"):
-                    self._tmp.write(b"\n")
+                    shutil.copyfileobj(src, self._tmp)  # streamed: a big suite is never held whole
+                    size = src.tell()
+                    if size:
+                        src.seek(size - 1)
+                        if src.read(1) != b"\n":  # a hand-edited suite missing its last newline
+                            self._tmp.write(b"\n")
         self._tmp.write(orjson.dumps(example) + b"\n")
         self.known.add(key)
         self.added += 1

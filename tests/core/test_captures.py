@@ -221,3 +221,43 @@ def test_collector_backups_are_read_before_the_current_file(refund_capture, tmp_
         "traces-2026-11-30T06-00-00.000.json", "traces-2026-11-30T07-00-00.000.json", "traces.json"]
     (capture,) = load_captures(tmp_path)
     assert _kinds(capture) == EXPECTED_EVENTS
+
+
+@pytest.fixture(scope="module")
+def three_turns(tmp_path_factory) -> list[list[dict]]:
+    """Spans of three SDK turns, each in its export order (children first, root last)."""
+    from _capture_agent import POLICY_TICKET
+
+    directory = tmp_path_factory.mktemp("three") / "captures"
+    with simulator() as sim:
+        capture_turns(directory, sim, [("sim-baseline", REFUND_TICKET), ("sim-baseline", POLICY_TICKET),
+                                       ("sim-baseline", "Where is my order L1111?")])
+    by_trace: dict[str, list[dict]] = {}
+    for s in flat_spans(directory):
+        by_trace.setdefault(s["traceId"], []).append(s)
+    return [sorted(v, key=lambda s: "parentSpanId" not in s) for v in by_trace.values()]
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_interleaved_turns_split_anywhere_group_like_sequential_ones(three_turns, tmp_path_factory, data):
+    """Concurrent turns interleave in export order and split across rotations at any point:
+    grouping gives each turn's capture exactly as when it is read alone."""
+    queues = [list(t) for t in three_turns]
+    order: list[dict] = []
+    while any(queues):
+        i = data.draw(st.sampled_from([k for k, q in enumerate(queues) if q]))
+        order.append(queues[i].pop(0))
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(order)), max_size=3)))
+    work = tmp_path_factory.mktemp("interleaved")
+    bounds = [0, *cuts, len(order)]
+    for n, (a, b) in enumerate(zip(bounds, bounds[1:])):
+        write_spans(work / (f"spans-x.{n}.jsonl" if n else "spans-x.jsonl"), order[a:b], per_line=2)
+    got = {c.trace_id: c.events for c in load_captures(work)}
+    alone = {}
+    for t in three_turns:
+        single = tmp_path_factory.mktemp("alone")
+        write_spans(single / "s.jsonl", t)
+        (c,) = load_captures(single)
+        alone[c.trace_id] = c.events
+    assert got == alone

@@ -373,3 +373,11 @@ def test_support_agent_example_syncs_into_known_rounds(demo_simulator, tmp_path)
 def test_unknown_rounds_mode_is_a_clear_error(two_turns, tmp_path):
     with pytest.raises(InputError, match="rounds must be 'first' or 'all'"):
         sync(two_turns[0], base=tmp_path / "base", rounds="some")
+
+
+def test_new_examples_append_after_a_suite_missing_its_last_newline(two_turns, tmp_path):
+    base = tmp_path / "base"
+    path = sync(_copy_dir(two_turns[0], tmp_path / "a"), base=base, suite_name="s").suites["s"]
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))  # hand-edited
+    sync(_copy_dir(two_turns[1], tmp_path / "b"), base=base, suite_name="s")
+    assert len(load_suite(path)) == 2
