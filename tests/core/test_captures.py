@@ -261,3 +261,20 @@ def test_interleaved_turns_split_anywhere_group_like_sequential_ones(three_turns
         (c,) = load_captures(single)
         alone[c.trace_id] = c.events
     assert got == alone
+
+
+def test_collector_file_exporter_shape(refund_capture, tmp_path):
+    """What the Collector's pdata JSON writes: empty parentSpanId on roots, span flags, schemaUrl,
+    an empty status object; a root whose parent is remote (flags 0x300) still closes the turn."""
+    spans = []
+    for s in flat_spans(refund_capture):
+        c = dict(s, flags=256, status=s.get("status") or {})
+        c.setdefault("parentSpanId", "")
+        spans.append(c)
+    root = next(s for s in spans if s["parentSpanId"] == "")
+    root.update(parentSpanId="ab" * 8, flags=0x300)  # called from another service
+    line = {"resourceSpans": [{"resource": {"attributes": []}, "schemaUrl": "https://opentelemetry.io/schemas/1.26.0",
+                               "scopeSpans": [{"scope": {"name": "relabelled-by-a-processor"}, "spans": spans}]}]}
+    (tmp_path / "traces.json").write_text(json.dumps(line, separators=(",", ":")) + "\n")
+    (capture,) = load_captures(tmp_path)
+    assert _kinds(capture) == EXPECTED_EVENTS
