@@ -196,3 +196,13 @@ def test_against_expected_uses_each_rounds_own_ground_truth():
 def test_bad_settings_are_config_errors(bad):
     with pytest.raises(ConfigError):
         build_evaluators({"tool_arguments": [bad]})
+
+
+def test_optimal_matching_also_applies_against_expected():
+    ex = example(expected("search", {"q": "a"}), expected("search", {"q": "b"}))
+    src = trace(call("search", q="a"), call("search", q="b"))
+    tgt = trace(call("search", q="b"), call("search", q="a"))
+    greedy = score(ex, src, tgt, against="expected")
+    optimal = score(ex, src, tgt, against="expected", matching="optimal")
+    assert (greedy["source_score"], greedy["target_score"]) == (1.0, 0.0)
+    assert (optimal["source_score"], optimal["target_score"]) == (1.0, 1.0)
