@@ -129,7 +129,8 @@ class GeminiClient(BaseClient):
             retry_options=types.HttpRetryOptions(attempts=1),
             **options.pop("http_options", {}),
         )
-        return genai.Client(api_key=self.settings.api_key or env_first("GEMINI_API_KEY", "GOOGLE_API_KEY") or "unset",
+        # GOOGLE_API_KEY wins over GEMINI_API_KEY, as in the SDK's own lookup
+        return genai.Client(api_key=self.settings.api_key or env_first("GOOGLE_API_KEY", "GEMINI_API_KEY") or "unset",
                             http_options=http_options, **options)
 
     def prepare(self, model: ModelRef, messages: list[dict[str, Any]], tools: list[Tool],
