@@ -50,8 +50,10 @@ class Span:
         self.raw = raw
         self.scope = scope
         self.source = source
-        self.trace_id = _id(raw.get("traceId"), 32)
-        self.parent_span_id = _id(raw.get("parentSpanId"), 16) or None
+        trace_id = raw.get("traceId") or ""
+        self.trace_id = trace_id if len(trace_id) == 32 else _id(trace_id, 32)
+        parent = raw.get("parentSpanId")
+        self.parent_span_id = (parent if len(parent) == 16 else _id(parent, 16) or None) if parent else None
         self._attrs: dict[str, Any] | None = None
 
     @property
@@ -361,8 +363,12 @@ class TurnAssembler:
 
     def add(self, span: Span) -> list[Span] | None:
         """Add one span; returns a complete turn's spans (root last) when ``span`` closes one."""
-        if not is_turn_root(span):
-            self.pending.setdefault(span.trace_id, []).append(span)
+        if span.parent_span_id is not None and not is_turn_root(span):
+            pending = self.pending.get(span.trace_id)
+            if pending is None:
+                self.pending[span.trace_id] = [span]
+            else:
+                pending.append(span)
             return None
         waiting = self.pending.pop(span.trace_id, None)
         if not waiting:
