@@ -72,13 +72,20 @@ class PreparedRequest:
     dropped_params: list[str] = field(default_factory=list)
     """Settings this provider cannot honour."""
 
+    _key: str | None = field(default=None, repr=False, compare=False)
+
     def cache_key(self) -> str:
-        """sha256 of the canonical request: provider, endpoint, model, messages, tools, settings."""
-        canonical = orjson.dumps(
-            {"provider": self.provider, "endpoint": self.endpoint, "model": self.model, "body": self.body},
-            option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS,
-        )
-        return hashlib.sha256(canonical).hexdigest()
+        """sha256 of the canonical request: provider, endpoint, model, messages, tools, settings.
+
+        Computed once: the pre-flight, the cache lookup and the cache write all ask for it.
+        """
+        if self._key is None:
+            canonical = orjson.dumps(
+                {"provider": self.provider, "endpoint": self.endpoint, "model": self.model, "body": self.body},
+                option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS,
+            )
+            self._key = hashlib.sha256(canonical).hexdigest()
+        return self._key
 
     def size_chars(self) -> int:
         return len(orjson.dumps(self.body, option=orjson.OPT_NON_STR_KEYS))
