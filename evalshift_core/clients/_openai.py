@@ -135,6 +135,13 @@ class OpenAIChatClient(BaseClient):
             timeout=self.settings.timeout, max_retries=0, **self.settings.options,
         )
 
+    def _max_tokens_key(self, cfg: NeutralConfig) -> str:
+        # OpenAI's own API takes max_completion_tokens on every model (o-series reject
+        # max_tokens); an OpenAI-compatible server may know only the older max_tokens.
+        if self.endpoint.startswith("https://api.openai.com"):
+            return "max_completion_tokens"
+        return "max_completion_tokens" if cfg.original_max_key == "max_completion_tokens" else "max_tokens"
+
     def _settings(self, cfg: NeutralConfig, body: dict[str, Any], dropped: list[str], *, responses: bool) -> None:
         s = cfg.settings
         for key in ("temperature", "top_p"):
@@ -144,8 +151,7 @@ class OpenAIChatClient(BaseClient):
             if responses:
                 body["max_output_tokens"] = s["max_tokens"]
             else:
-                key = cfg.original_max_key if cfg.original_max_key in ("max_tokens", "max_completion_tokens") else "max_completion_tokens"
-                body[key] = s["max_tokens"]
+                body[self._max_tokens_key(cfg)] = s["max_tokens"]
         for key in ("stop", "seed", "presence_penalty", "frequency_penalty"):
             if key in s:
                 if responses and key in ("stop", "seed"):

@@ -131,7 +131,20 @@ def test_settings_move_to_each_providers_names(sim, tmp_path):
     assert body["generationConfig"] == {"maxOutputTokens": 50, "stopSequences": ["END"], "seed": 7, "temperature": 0}
     assert call.dropped_params == ["tools.strict"]
     body, call = _replay(sim, tmp_path, "openai:m", {"max_output_tokens": 50, "top_k": 3})
-    assert body["max_completion_tokens"] == 50 and call.dropped_params == ["top_k"]
+    # an OpenAI-compatible server (here the simulator) gets the long-standing max_tokens
+    assert body["max_tokens"] == 50 and call.dropped_params == ["top_k"]
+
+
+def test_openai_proper_always_gets_max_completion_tokens():
+    """o-series models reject max_tokens; api.openai.com gets max_completion_tokens whatever was recorded."""
+    tools = [Tool.model_validate(t) for t in STRICT_TOOLS]
+    official = make_client("openai", {"api_key": "k", "base_url": "https://api.openai.com/v1"})
+    compatible = make_client("openai", {"api_key": "k", "base_url": "http://localhost:8000/v1"})
+    for recorded in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+        body = official.prepare(route("openai:o3"), [], tools, {recorded: 10}).body
+        assert body.get("max_completion_tokens") == 10 and "max_tokens" not in body
+    assert compatible.prepare(route("openai:llama"), [], tools, {"max_completion_tokens": 10}).body[
+        "max_completion_tokens"] == 10
 
 
 def test_text_path_sends_no_tool_settings(sim, tmp_path):
