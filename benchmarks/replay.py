@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from evalshift_core import Example, run  # noqa: E402
 from evalshift_core.simulator import Simulator, load_scripts  # noqa: E402
 
-SCRIPTS = {
+SCRIPTS: dict = {
     "sim-baseline": [
         {"when": {"user_matches": r"order (?P<id>\d+)"}, "reply": {"tool_calls": [
             {"name": "lookup_order", "arguments": {"order_id": "{id}"}}]}},
@@ -31,6 +31,7 @@ SCRIPTS = {
             {"name": "issue_refund", "arguments": {"order_id": "{id}", "amount_usd": 10}}]}},
     ],
 }
+SCRIPTS |= {f"gemini-{k}": v for k, v in SCRIPTS.items()}
 TOOLS = [
     {"name": "lookup_order", "description": "Look an order up.",
      "input_schema": {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}},
@@ -73,6 +74,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--repeat", type=int, default=3,
                         help="Alternate bare and run() this many times; report the best of each (noisy hosts).")
+    parser.add_argument("--provider", choices=["openai", "anthropic", "gemini"], default="openai",
+                        help="Which SDK run() replays through (the bare baseline is always AsyncOpenAI).")
     parser.add_argument("--in-process", action="store_true",
                         help="Serve the simulator from this process (shares the GIL with the replay).")
     args = parser.parse_args()
@@ -80,7 +83,7 @@ def main() -> None:
     ports: multiprocessing.Queue = multiprocessing.Queue()
     if args.in_process:
         local = Simulator(load_scripts(SCRIPTS), latency_s=args.latency).start()
-        url, stop = local.openai_base_url, local.stop
+        url, stop = local.base_url + "/v1", local.stop
     else:
         server = multiprocessing.Process(target=_serve, args=(args.latency, ports), daemon=True)
         server.start()
@@ -91,6 +94,11 @@ def main() -> None:
         calls = 2 * args.examples
         ideal = calls * args.latency / args.concurrency
 
+        root = url[: -len("/v1")]
+        prefix = "gemini-" if args.provider == "gemini" else ""
+        source, target = (f"{args.provider}:{prefix}sim-baseline", f"{args.provider}:{prefix}sim-candidate")
+        providers = {"openai": {"base_url": url, "api_key": "k"}, "anthropic": {"base_url": root, "api_key": "k"},
+                     "gemini": {"base_url": root, "api_key": "k"}}
         bares, walls, reruns = [], [], []
         for _ in range(args.repeat):
             t0 = time.perf_counter()
@@ -98,14 +106,12 @@ def main() -> None:
             bares.append(time.perf_counter() - t0)
             with tempfile.TemporaryDirectory() as base:
                 t0 = time.perf_counter()
-                result = run(examples, source="openai:sim-baseline", target="openai:sim-candidate", base=base,
-                             providers={"openai": {"base_url": url, "api_key": "k"}},
+                result = run(examples, source=source, target=target, base=base, providers=providers,
                              concurrency=args.concurrency, progress=False)
                 walls.append(time.perf_counter() - t0)
                 assert len(result.calls) == calls and not any(c.error for c in result.calls), "replay failed"
                 t0 = time.perf_counter()
-                cached = run(examples, source="openai:sim-baseline", target="openai:sim-candidate", base=base,
-                             providers={"openai": {"base_url": url, "api_key": "k"}},
+                cached = run(examples, source=source, target=target, base=base, providers=providers,
                              concurrency=args.concurrency, progress=False)
                 reruns.append(time.perf_counter() - t0)
                 assert cached.requests == 0
@@ -115,10 +121,10 @@ def main() -> None:
 
     where = "in this process" if args.in_process else "in its own process"
     print(f"replay: {args.examples} examples x 2 models = {calls} calls, {args.latency * 1000:.0f} ms each, "
-          f"concurrency {args.concurrency}, simulator {where}, best of {args.repeat}")
+          f"concurrency {args.concurrency}, {args.provider} SDK, simulator {where}, best of {args.repeat}")
     print(f"  ideal (calls x latency / concurrency) {ideal:8.2f} s")
     print(f"  bare AsyncOpenAI + semaphore          {bare:8.2f} s   {bare / ideal:5.2f}x ideal")
-    print(f"  evalshift run()                       {wall:8.2f} s   {wall / ideal:5.2f}x ideal   "
+    print(f"  evalshift run() ({args.provider:9s})          {wall:8.2f} s   {wall / ideal:5.2f}x ideal   "
           f"{wall / bare:5.2f}x bare   (target <= 1.25x ideal)")
     print(f"  cached re-run (0 requests)            {rerun:8.2f} s   {rerun / wall:5.2f}x the first run")
 
