@@ -414,6 +414,11 @@ async def _execute(units: list[Unit], replayer: _Replayer, raw: Path, concurrenc
                              return_exceptions=True)
 
 
+def _usd(value: float) -> str:
+    """Dollars to the cent, or to 3 significant figures below a cent (so $0.0001 is not $0.00)."""
+    return f"${value:.2f}" if value == 0 or value >= 0.01 else f"${value:.3g}"
+
+
 def _run_sync(coro: Any) -> Any:
     try:
         asyncio.get_running_loop()
@@ -518,8 +523,8 @@ def run(
             raise ReplayError(f"cannot check --max-cost: no price for {', '.join(sorted(unpriced))}; add it to "
                               f"{Path(base) / 'prices.json'} as {{\"provider:model\": {{\"input\": USD/1M, \"output\": USD/1M}}}}")
         if estimate > max_cost:
-            raise ReplayError(f"estimated cost ${estimate:.2f} for {n_calls} model calls is above --max-cost "
-                              f"${max_cost:.2f}; nothing was sent")
+            raise ReplayError(f"estimated cost {_usd(estimate)} for {n_calls} model calls is above --max-cost "
+                              f"{_usd(max_cost)}; nothing was sent")
 
     run_id = run_id or new_run_id()
     out = run_dir_for(base, run_id)
