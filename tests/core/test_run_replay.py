@@ -272,3 +272,32 @@ def test_providers_from_evalshift_yaml_reach_the_clients(sim, tmp_path):
     rows = [json.loads(line) for line in (cmp.run_dir / "raw.jsonl").read_text().splitlines()]
     assert {r["role"]: r["trace"]["calls"][0]["tool_name"] for r in rows} == {
         "source": "lookup_order", "target": "issue_refund"}
+
+
+def test_a_suite_promoted_with_rounds_all_replays_teacher_forced_end_to_end(demo_simulator, tmp_path):
+    """seed 001 walkthrough with --rounds all: capture the support agent, sync, replay."""
+    import os
+    import subprocess
+    import sys
+
+    from evalshift_core import load_suite, sync
+    from evalshift_core._demo import find_example_agent
+
+    env = dict(os.environ, EVALSHIFT_CAPTURE="1", EVALSHIFT_CAPTURE_DIR=str(tmp_path / "caps"),
+               OPENAI_BASE_URL=demo_simulator.openai_base_url, OPENAI_API_KEY="k")
+    subprocess.run([sys.executable, str(find_example_agent()), "--quiet"], env=env, check=True)
+    examples = load_suite(sync(tmp_path / "caps", base=tmp_path, suite_name="s", rounds="all").suites["s"])
+    forced = [e for e in examples if e.tool_result_fixtures]
+    assert forced, "the support agent's refund and status turns have several rounds"
+    before = len(demo_simulator.served())
+    result = run(examples, source="openai:sim-baseline", target="openai:sim-baseline", base=tmp_path,
+                 providers={"openai": {"base_url": demo_simulator.openai_base_url, "api_key": "k"}}, progress=False)
+    assert len(demo_simulator.served()) - before == 2 * sum(e.replay_rounds for e in examples)
+    by_key = {(c.example_id, c.role): c for c in result.calls}
+    for example in forced:
+        call = by_key[(example.id, "source")]
+        assert call.error is None and call.trace.round_count == example.replay_rounds
+        # the baseline is the model the suite was captured from: it repeats every recorded round
+        for k in range(1, example.replay_rounds):
+            assert [c.tool_name for c in call.trace.round(k)] == [c.tool_name for c in example.expected_round(k)]
+        assert call.text and call.trace.round(example.replay_rounds) == []
