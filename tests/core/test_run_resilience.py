@@ -280,3 +280,15 @@ def test_run_works_when_called_from_a_running_event_loop(tmp_path):
 
     calls = asyncio.run(inside())
     assert len(calls) == 4 and not any(c.error for c in calls)
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
+def test_a_timeout_is_retried_then_fails_the_round(tmp_path, provider):
+    """Timeouts count as transient: retried, and when they persist the example fails as round 1/1."""
+    model = {"openai": "openai:base", "anthropic": "anthropic:base", "gemini": "gemini:gemini-base"}[provider]
+    with Simulator(load_scripts(SCRIPTS), latency_s=0.6) as sim:
+        providers = {k: v | {"timeout": 0.15} for k, v in all_providers(sim).items()}
+        result = run(examples(1), source=model, target=model, base=tmp_path, providers=providers, progress=False,
+                     retry=RetryPolicy(max_retries=1, base_s=0.001))
+        assert len(sim.requests) == 4  # two attempts per model
+    assert all(c.error and c.error.startswith("round 1/1: ") and "imeout" in c.error for c in result.calls)
