@@ -417,6 +417,41 @@ def _is_ours(span: Span) -> bool:
     return span.scope == A.SCOPE_NAME or A.REQUESTED_TOOL_CALLS in span.attrs or A.TOOLSET_REF in span.attrs
 
 
+def _as(kind: type, value: Any) -> Any:
+    """``value`` when it has the expected JSON shape, else an empty one (a foreign writer's junk)."""
+    return value if isinstance(value, kind) else kind()
+
+
+def _toolset_ref(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.startswith("sha256:"):
+        raise ValueError(f"{A.TOOLSET_REF} {value!r} is not 'sha256:<hex>'")
+    return value
+
+
+def _messages(value: Any) -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(m, dict) for m in value):
+        raise ValueError(f"{A.INPUT_MESSAGES} is not a list of messages")
+    return value
+
+
+def _requested(value: Any) -> list[dict[str, Any]] | None:
+    """The recorded requested calls, checked: a damaged entry fails the turn, not the suite."""
+    if not isinstance(value, list):
+        return None
+    out = []
+    for call in value:
+        if not isinstance(call, dict) or not isinstance(call.get("tool_name"), str) or not call["tool_name"]:
+            raise ValueError(f"{A.REQUESTED_TOOL_CALLS} holds an entry without a tool_name: {call!r}")
+        cid = call.get("call_id")
+        out.append({"call_id": None if cid is None else str(cid), "tool_name": call["tool_name"],
+                    "arguments": call.get("arguments")})
+    return out
+
+
 def _model_call_event(span: Span, round_index: int, messages: bool = True) -> dict[str, Any]:
     a = span.attrs
     usage = {}
@@ -430,10 +465,10 @@ def _model_call_event(span: Span, round_index: int, messages: bool = True) -> di
         "round_index": round_index,
         "model": a.get(A.RESPONSE_MODEL) or a.get(A.REQUEST_MODEL),
         "provider": a.get(A.PROVIDER),
-        "toolset_ref": a.get(A.TOOLSET_REF),
-        "generation_config": json_attr(a, A.GENERATION_CONFIG) or {},
-        "messages": (json_attr(a, A.INPUT_MESSAGES) or []) if messages else None,
-        "requested_tool_calls": requested if isinstance(requested, list) else None,
+        "toolset_ref": _toolset_ref(a.get(A.TOOLSET_REF)),
+        "generation_config": _as(dict, json_attr(a, A.GENERATION_CONFIG)),
+        "messages": _messages(json_attr(a, A.INPUT_MESSAGES)) if messages else None,
+        "requested_tool_calls": _requested(requested),
         "text": a.get(A.OUTPUT_TEXT),
         "refusal": a.get(A.REFUSAL),
         "usage": usage,
@@ -450,7 +485,8 @@ def _model_call_event(span: Span, round_index: int, messages: bool = True) -> di
 def _tool_events(span: Span) -> tuple[dict[str, Any], dict[str, Any]]:
     a = span.attrs
     call_id = a.get(A.TOOL_CALL_ID)
-    name = a.get(A.TOOL_NAME) or span.name.removeprefix("execute_tool").strip()
+    call_id = None if call_id is None else str(call_id)
+    name = str(a.get(A.TOOL_NAME) or span.name.removeprefix("execute_tool").strip())
     error = a.get(A.TOOL_ERROR)
     if error is None and span.status == 2:
         error = span.status_message or a.get(A.ERROR_TYPE) or "error"
@@ -509,6 +545,8 @@ def build_capture(spans: list[Span], *, all_messages: bool = True) -> Capture | 
     prompt_id = ra.get(A.PROMPT_ID)
     if prompt_id is None and root.scope != A.SCOPE_NAME:
         prompt_id = ra.get(A.AGENT_NAME)
+    if prompt_id is not None:
+        prompt_id = str(prompt_id)
     return Capture(
         trace_id=root.trace_id,
         root_span_id=root.span_id,

@@ -56,6 +56,10 @@ def _loads(value: Any) -> Any:
     return value
 
 
+def _str_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
 def _clean_part(part: Any) -> dict[str, Any] | None:
     if not isinstance(part, dict):
         return None
@@ -73,11 +77,13 @@ def _clean_part(part: Any) -> dict[str, Any] | None:
 def semconv_messages(raw: Any) -> list[dict[str, Any]]:
     """``gen_ai.input.messages`` as clean semconv messages (role + parts, no null keys)."""
     out: list[dict[str, Any]] = []
-    for msg in _loads(raw) or []:
+    value = _loads(raw)
+    for msg in value if isinstance(value, list) else ():
         if not isinstance(msg, dict):
             continue
-        parts = [p for p in (_clean_part(x) for x in msg.get("parts") or []) if p is not None]
-        out.append({"role": msg.get("role", "user"), "parts": parts})
+        raw_parts = msg.get("parts")
+        parts = [p for p in map(_clean_part, raw_parts) if p is not None] if isinstance(raw_parts, list) else []
+        out.append({"role": str(msg.get("role", "user")), "parts": parts})
     return out
 
 
@@ -105,9 +111,11 @@ def legacy_messages(attrs: dict[str, Any]) -> list[dict[str, Any]]:
     """OpenLLMetry's ``gen_ai.prompt.N.*`` attributes as semconv messages."""
     out: list[dict[str, Any]] = []
     for entry in _indexed(attrs, "gen_ai.prompt"):
-        role = entry.get("role", "user")
+        role = str(entry.get("role", "user"))
         parts: list[dict[str, Any]] = []
         content = entry.get("content")
+        if content is not None and not isinstance(content, str):
+            content = str(content)
         if role == "tool":
             parts.append({"type": "tool_call_response", "id": entry.get("tool_call_id"), "response": content})
         else:
@@ -125,16 +133,19 @@ def _output(attrs: dict[str, Any]) -> tuple[list[dict[str, Any]] | None, str | N
     if A.OUTPUT_MESSAGES in attrs:
         messages = semconv_messages(attrs[A.OUTPUT_MESSAGES])
         parts = messages[0]["parts"] if messages else []
-        calls = [{"call_id": p.get("id"), "tool_name": p["name"], "arguments": p.get("arguments")}
+        calls = [{"call_id": _str_or_none(p.get("id")), "tool_name": str(p.get("name") or ""),
+                  "arguments": p.get("arguments")}
                  for p in parts if p.get("type") == "tool_call"]
         texts = [str(p.get("content", "")) for p in parts if p.get("type") == "text"]
         return calls, ("".join(texts) or None)
     completions = _indexed(attrs, "gen_ai.completion")
     if completions:
         first = completions[0]
-        calls = [{"call_id": c.get("id"), "tool_name": c.get("name", ""), "arguments": _loads(c.get("arguments"))}
+        calls = [{"call_id": _str_or_none(c.get("id")), "tool_name": str(c.get("name", "")),
+                  "arguments": _loads(c.get("arguments"))}
                  for c in _legacy_tool_calls(first)]
-        return calls, first.get("content") or None
+        content = first.get("content")
+        return calls, (str(content) if content else None)
     return None, None
 
 
@@ -145,7 +156,7 @@ def _tool_definitions(attrs: dict[str, Any]) -> list[dict[str, Any]] | None:
     functions = _indexed(attrs, "llm.request.functions")
     if not functions:
         return None
-    return [{"name": f.get("name", ""), "description": f.get("description"),
+    return [{"name": str(f.get("name", "")), "description": f.get("description"),
              "parameters": _loads(f.get("parameters")) or {"type": "object", "properties": {}}}
             for f in functions]
 

@@ -174,11 +174,24 @@ class _Promoter:
             self.warn(f"{example_id}: toolset_ref {ref} has no sidecar in the capture dir or {self.base}; "
                       "run will stop on this example until the sidecar is added")
 
-    def take(self, capture: Capture, capture_dir: Path) -> None:
-        record, warnings = promote_example(
-            capture, rounds=self.rounds, names_only=self.names_only,
-            toolsets=lambda ref: self._lookup(ref, capture, capture_dir),
-        )
+    def take_turn(self, spans: list[Span], capture_dir: Path) -> None:
+        """Build, promote and write one turn; a damaged attribute skips the turn with its file:line."""
+        try:
+            capture = build_capture(spans, all_messages=False)
+            if capture is None:
+                return
+            record, warnings = promote_example(
+                capture, rounds=self.rounds, names_only=self.names_only,
+                toolsets=lambda ref: self._lookup(ref, capture, capture_dir),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            # A span attribute with the wrong shape (a foreign or damaged writer): skip the turn.
+            self.warn(f"{spans[-1].source}: turn {spans[-1].trace_id} skipped: a recorded attribute has "
+                      f"an unexpected shape ({type(exc).__name__}: {exc})")
+            return
+        self.take(capture, record, warnings, capture_dir)
+
+    def take(self, capture: Capture, record: dict[str, Any] | None, warnings: list[str], capture_dir: Path) -> None:
         for message in warnings:
             self.warn(message)
         if record is None:
@@ -229,9 +242,7 @@ class _Promoter:
                         spans = assembler.add(span)
                         if spans is not None:
                             self.newest_end = max(self.newest_end, spans[-1].end)
-                            capture = build_capture(spans, all_messages=False)
-                            if capture is not None:
-                                self.take(capture, path.parent)
+                            self.take_turn(spans, path.parent)
                     if not gz:
                         bar.update(pos.offset - start)
                         start = pos.offset

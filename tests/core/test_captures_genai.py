@@ -14,6 +14,8 @@ from pathlib import Path
 import openai
 import pytest
 from _capture_agent import REFUND_TICKET, TOOLS, simulator
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -121,3 +123,29 @@ def test_without_content_capture_the_warning_says_what_is_missing(tmp_path, monk
     assert any(NOTE_NO_OUTPUT in w for w in result.warnings)
     assert any("no tool ground truth" in w for w in result.warnings)
     assert ex.expected_tools is None and ex.expected_no_tools is None
+
+
+_KEYS = st.sampled_from([
+    "gen_ai.prompt.0.role", "gen_ai.prompt.0.content", "gen_ai.prompt.1.tool_calls.0.name",
+    "gen_ai.prompt.1.tool_calls.0.arguments", "gen_ai.prompt.x.role", "gen_ai.completion.0.tool_calls.0.name",
+    "gen_ai.completion.0.tool_calls.1.arguments", "gen_ai.completion.0.content", "gen_ai.completion.0.function_call.name",
+    "llm.request.functions.0.name", "llm.request.functions.0.parameters", "llm.request.functions.1.description",
+    "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.definitions", "gen_ai.system_instructions",
+    "gen_ai.request.temperature", "gen_ai.usage.prompt_tokens",
+])
+_VALUES = st.one_of(st.text(max_size=8), st.integers(), st.none(), st.just("[]"), st.just('[{"role": 1}]'),
+                    st.just('[{"name": "t", "parameters": 3}]'), st.just('[{"parts": [{"type": "tool_call"}]}]'))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_KEYS, _VALUES, max_size=8))
+def test_foreign_attributes_never_break_ingest(attrs):
+    """Whatever another instrumentation wrote, reading it yields an event or says what is missing."""
+    from evalshift_core._captures import Span
+    from evalshift_core._ingest_genai import model_call_event
+
+    span = Span({"traceId": "1" * 32, "spanId": "2" * 16, "name": "chat"}, "other", "f:1")
+    span._attrs = {k: v for k, v in attrs.items() if v is not None}
+    event, tools, notes = model_call_event(span, 1)
+    assert event["type"] == "model_call" and isinstance(notes, list)
+    assert tools is None or event["toolset_ref"].startswith("sha256:")

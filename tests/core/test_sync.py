@@ -381,3 +381,30 @@ def test_new_examples_append_after_a_suite_missing_its_last_newline(two_turns, t
     path.write_bytes(path.read_bytes().rstrip(b"\n"))  # hand-edited
     sync(_copy_dir(two_turns[1], tmp_path / "b"), base=base, suite_name="s")
     assert len(load_suite(path)) == 2
+
+
+_JUNK = st.one_of(st.just("{}"), st.just("[]"), st.just("[1, 2]"), st.just('[{"x": 1}]'), st.just("null"),
+                  st.just('"text"'), st.just("{not json"), st.just('[{"tool_name": 3}]'))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_damaged_attributes_skip_a_turn_at_worst(two_turns, tmp_path_factory, data):
+    """Any recorded attribute replaced by junk JSON: the sync finishes, and the turn is either
+    promoted or reported with its file:line; the other turn is untouched."""
+    spans = [dict(s) for d in two_turns for s in flat_spans(d)]
+    i = data.draw(st.integers(0, len(spans) - 1))
+    attrs = [dict(kv) for kv in spans[i]["attributes"]]
+    # Any attribute but the operation name, which decides what a span is (a turn without a model
+    # call is no capture at all, like any other trace in a Collector's file).
+    j = data.draw(st.sampled_from([k for k, kv in enumerate(attrs) if kv["key"] != "gen_ai.operation.name"]))
+    attrs[j] = {"key": attrs[j]["key"], "value": {"stringValue": data.draw(_JUNK)}}
+    spans[i] = dict(spans[i], attributes=attrs)
+    work = tmp_path_factory.mktemp("junk")
+    write_spans(work / "c" / "spans.jsonl", spans)
+    result = sync(work / "c", base=work / "base", suite_name="s")
+    skipped = [w for w in result.warnings if "skipped: a recorded attribute" in w]
+    assert result.added + len(skipped) == 2
+    assert all(str(work / "c" / "spans.jsonl") + ":" in w for w in skipped)
+    if result.added:
+        load_suite(result.suites["s"])  # whatever was written is a valid suite
