@@ -250,3 +250,23 @@ def test_enabled_from_environment(tmp_path, monkeypatch):
     finally:
         evalshift_sdk.shutdown()
     assert len(read_spans(tmp_path / "env")) == 1
+
+
+def test_shutdown_restores_every_provider(tmp_path):
+    """``uninstrument`` restores the originals of all three SDKs."""
+    from anthropic.resources.messages import AsyncMessages, Messages
+    from google.genai import models
+    from openai.resources.chat.completions.completions import AsyncCompletions, Completions
+
+    targets = [
+        (Completions, "create"), (AsyncCompletions, "create"), (Messages, "create"), (Messages, "stream"),
+        (AsyncMessages, "create"), (models.Models, "_generate_content"), (models.Models, "generate_content"),
+        (models.AsyncModels, "_generate_content_stream"),
+    ]
+    before = [owner.__dict__[name] for owner, name in targets]
+    evalshift_sdk.init(tmp_path, enabled=True)
+    patched = [owner.__dict__[name] for owner, name in targets]
+    evalshift_sdk.shutdown()
+    after = [owner.__dict__[name] for owner, name in targets]
+    assert all(p is not b for p, b in zip(patched, before))
+    assert after == before
