@@ -364,6 +364,10 @@ def sync(
     by example id, so a second sync changes nothing. Toolset sidecars are copied into
     ``<base>/toolsets/``. Turns whose root span has not ended are held back for the next sync.
     ``progress=None`` shows a progress bar on stderr when it is a terminal.
+
+    Only turns new since the last sync are promoted, so changed options (``rounds``,
+    ``names_only``, ``suite_name``) apply from then on; ``promote_files`` re-promotes old files.
+    Deleting a suite this state fed makes the next sync read every file again.
     """
     base_path = Path(base)
     if not Path(capture_dir).exists():
