@@ -144,12 +144,18 @@ def turn(
         yield
     except BaseException as exc:
         with capture_internal_exceptions("turn.error"):
-            if state is not None and state.span is not None:
+            # A generator closed early (the host stopped reading a stream) is not a failure.
+            if state is not None and state.span is not None and not isinstance(exc, GeneratorExit):
                 _mark_error(state.span, exc)
         raise
     finally:
         if token is not None:
-            _current_turn.reset(token)
+            try:
+                _current_turn.reset(token)
+            except ValueError:
+                # Closed from another context (a generator finalised elsewhere): that context
+                # never saw this turn, so there is nothing to restore there.
+                pass
         with capture_internal_exceptions("turn.end"):
             if state is not None and state.span is not None:
                 state.span.end()

@@ -289,6 +289,32 @@ async def _apublic_generate(wrapped: Any, instance: Any, args: Any, kwargs: Any)
         return await wrapped(*args, **kwargs)
 
 
+def _stream_in_turn(chunks: Any) -> Any:
+    with _runtime.turn(_implicit=True):
+        yield from chunks
+
+
+async def _astream_in_turn(chunks: Any) -> Any:
+    with _runtime.turn(_implicit=True):
+        async for chunk in chunks:
+            yield chunk
+
+
+def _public_generate_stream(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    # The SDK's AFC loop runs while the host iterates, so the implicit turn spans the iteration.
+    scope = _afc_turn(kwargs)
+    if scope is None:
+        return wrapped(*args, **kwargs)
+    return _stream_in_turn(wrapped(*args, **kwargs))
+
+
+async def _apublic_generate_stream(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    scope = _afc_turn(kwargs)
+    if scope is None:
+        return await wrapped(*args, **kwargs)
+    return _astream_in_turn(await wrapped(*args, **kwargs))
+
+
 def _version() -> tuple[int, ...]:
     from google.genai import version
 
@@ -307,6 +333,8 @@ def instrument() -> None:
         (models.AsyncModels, "_generate_content_stream", _agenerate_stream),
         (models.Models, "generate_content", _public_generate),
         (models.AsyncModels, "generate_content", _apublic_generate),
+        (models.Models, "generate_content_stream", _public_generate_stream),
+        (models.AsyncModels, "generate_content_stream", _apublic_generate_stream),
     ]
     if any(owner.__dict__.get(attr) is None for owner, attr, _ in targets[:4]):
         raise DidNotEnable("google-genai's request methods moved; this release is not supported")

@@ -5,9 +5,10 @@ annotations when they declare a Python function for automatic function calling.
 """
 
 import asyncio
+import json
 
 from google.genai import types
-from sdk_support import genai_client
+from sdk_support import CassetteServer, Interaction, genai_client
 
 import evalshift_sdk
 
@@ -147,3 +148,37 @@ def test_aio_generate_content_and_stream(capture_dir, spans, replay):
     assert a["attrs"]["evalshift.requested_tool_calls"][0]["tool_name"] == one.function_calls[0].name
     assert len(b["attrs"]["evalshift.requested_tool_calls"]) == 2 == len(chunks[0].function_calls)
     assert a["traceId"] == b["traceId"]
+
+
+def _as_sse(server) -> list:
+    """The AFC recording's two JSON answers served as streamGenerateContent SSE events."""
+    out = []
+    for i in server.interactions:
+        body = json.dumps(json.loads(i.body)).encode()
+        out.append(Interaction("POST", i.path.replace(":generateContent", ":streamGenerateContent?alt=sse"), None, 200,
+                               [("Content-Type", "text/event-stream")], b"data: " + body + b"\r\n\r\n"))
+    return out
+
+
+def test_streamed_automatic_function_calling_rounds_share_one_turn(capture_dir, spans, replay):
+    recorded = replay("gemini/generate_content_function_call_roundtrip_afc.yaml")
+
+    @evalshift_sdk.tool
+    def get_weather(location: str) -> dict:
+        """Weather for a place."""
+        return {"location": location, "temperature": 65, "unit": "fahrenheit", "condition": "foggy", "humidity": "85%"}
+
+    with CassetteServer(_as_sse(recorded)) as server:
+        client = genai_client(server)
+        chunks = list(client.models.generate_content_stream(
+            model="gemini-2.0-flash", contents="What's the weather like in San Francisco?",
+            config=types.GenerateContentConfig(tools=[get_weather]),
+        ))
+    everything = spans()
+    chats = [s for s in everything if s["attrs"].get("gen_ai.operation.name") == "chat"]
+    assert len(chats) == 2
+    assert len({s["traceId"] for s in everything}) == 1
+    root = next(s for s in everything if s["attrs"].get("gen_ai.operation.name") == "invoke_agent")
+    assert root["attrs"]["evalshift.implicit_turn"] is True and root["status"]["code"] != 2
+    assert chats[1]["attrs"]["evalshift.output_text"] == "".join(c.text or "" for c in chunks)
+    assert [s["attrs"]["gen_ai.tool.name"] for s in everything if s["attrs"].get("gen_ai.operation.name") == "execute_tool"] == ["get_weather"]
