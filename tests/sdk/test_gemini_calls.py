@@ -188,3 +188,36 @@ def test_streamed_automatic_function_calling_rounds_share_one_turn(capture_dir, 
     # every execution the SDK made is recorded (google-genai 1.0 runs the function twice here)
     assert [s["attrs"]["gen_ai.tool.call.arguments"]["location"] for s in executed] == ran
     assert ran and set(ran) == {"San Francisco"}
+
+
+def test_prompt_block_is_a_refusal(capture_dir, spans):
+    """Gemini promptFeedback.blockReason (no candidates at all) -> evalshift.refusal."""
+    body = {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {"promptTokenCount": 7}, "modelVersion": "gemini-2.0-flash"}
+    interaction = Interaction("POST", "/v1beta/models/gemini-2.0-flash:generateContent", None, 200,
+                              [("Content-Type", "application/json")], json.dumps(body).encode())
+    with CassetteServer([interaction]) as server:
+        client = genai_client(server)
+        response = client.models.generate_content(model="gemini-2.0-flash", contents="something blocked")
+    [chat] = spans("chat")
+    assert response.prompt_feedback.block_reason == types.BlockedReason.SAFETY
+    assert chat["attrs"]["evalshift.refusal"] == "prompt blocked: SAFETY"
+    assert chat["attrs"]["gen_ai.usage.input_tokens"] == 7
+
+
+def test_aio_automatic_function_calling_rounds_in_one_turn(capture_dir, spans, replay):
+    server = replay("gemini/generate_content_function_call_roundtrip_afc.yaml")
+
+    @evalshift_sdk.tool  # a plain function: google-genai 1.0 refuses coroutines for AFC
+    def get_weather(location: str) -> dict:
+        """Weather for a place."""
+        return {"location": location, "temperature": 65}
+
+    client = genai_client(server)
+    response = asyncio.run(client.aio.models.generate_content(
+        model="gemini-2.0-flash", contents="What's the weather like in San Francisco?",
+        config=types.GenerateContentConfig(tools=[get_weather]),
+    ))
+    everything = spans()
+    chats = [s for s in everything if s["attrs"].get("gen_ai.operation.name") == "chat"]
+    assert len(chats) == 2 and len({s["traceId"] for s in everything}) == 1
+    assert chats[1]["attrs"]["evalshift.output_text"] == response.text

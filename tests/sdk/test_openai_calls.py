@@ -412,3 +412,22 @@ def test_unsupported_release_is_skipped_and_named_one_fails(tmp_path, monkeypatc
     with pytest.raises(DidNotEnable, match="older than the oldest supported"):
         evalshift_sdk.init(tmp_path, enabled=True, providers=["openai"])
     evalshift_sdk.shutdown()
+
+
+def test_responses_async_stream_helper_one_span(capture_dir, spans, replay):
+    server = replay("openai/responses_function_call_streaming_roundtrip_parsed_body.yaml")
+    client = openai_client(server, aio=True)
+    kwargs = request_kwargs(server.interactions[0])
+    kwargs.pop("stream")
+
+    async def main():
+        async with client.responses.stream(**kwargs) as stream:
+            async for _ in stream:
+                pass
+            return await stream.get_final_response()
+
+    final = asyncio.run(main())
+    [chat] = spans("chat")
+    assert [c["call_id"] for c in chat["attrs"]["evalshift.requested_tool_calls"]] == [
+        i.call_id for i in final.output if i.type == "function_call"
+    ]
