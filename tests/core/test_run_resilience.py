@@ -181,12 +181,12 @@ def test_resume_refuses_other_models(tmp_path):
 
 def test_concurrency_bounds_requests_in_flight(tmp_path):
     """Default 8 in flight; the simulator sees exactly the configured concurrency, never more."""
-    with Simulator(load_scripts(SCRIPTS), latency_s=0.1) as sim:
-        run(examples(12), source="openai:base", target="anthropic:cand", base=tmp_path,
+    with Simulator(load_scripts(SCRIPTS), latency_s=0.4) as sim:
+        run(examples(8), source="openai:base", target="anthropic:cand", base=tmp_path,
             providers=all_providers(sim), progress=False)
         assert sim.max_in_flight == 8
-    with Simulator(load_scripts(SCRIPTS), latency_s=0.1) as sim:
-        run(examples(6), source="openai:base", target="anthropic:cand", base=tmp_path / "b",
+    with Simulator(load_scripts(SCRIPTS), latency_s=0.4) as sim:
+        run(examples(3), source="openai:base", target="anthropic:cand", base=tmp_path / "b",
             providers=all_providers(sim), progress=False, concurrency=3)
         assert sim.max_in_flight == 3
 
