@@ -54,7 +54,7 @@ def evaluate_and_report(
     # Examples carry the clusters (source trace, tags) the standard errors are corrected for.
     analysis = analyze(scores, policy=config.migration_policy, examples=examples, severity_floors=floors)
     atomic_write_json(run_dir / "analysis.json", analysis.model_dump(mode="json"))
-    report_path = write_report(run_dir, build_report(analysis, examples, calls, manifest))
+    report_path = write_report(run_dir, build_report(analysis, examples, calls, manifest, scores))
     return analysis, report_path
 
 
