@@ -16,6 +16,7 @@ import gzip
 import os
 import re
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -356,20 +357,36 @@ def is_turn_root(span: Span) -> bool:
 class TurnAssembler:
     """Collects spans by trace and releases a turn's spans when its root arrives."""
 
+    RECENT = 4096
+    """Closed traces remembered, to tell a span that ended after its root from a new turn."""
+
     def __init__(self, pending: Iterable[Span] = ()) -> None:
         self.pending: dict[str, list[Span]] = {}
         for span in pending:
             self.pending.setdefault(span.trace_id, []).append(span)
+        self._closed: OrderedDict[str, None] = OrderedDict()
+        self.late = 0
+        """Spans that ended after their trace's root span and were left out of its turn."""
+        self.late_source: str | None = None
 
     def add(self, span: Span) -> list[Span] | None:
         """Add one span; returns a complete turn's spans (root last) when ``span`` closes one."""
         if span.parent_span_id is not None and not is_turn_root(span):
+            if span.trace_id in self._closed:
+                # e.g. a stream consumed after the request span ended: too late for its turn.
+                self.late += 1
+                self.late_source = self.late_source or span.source
+                return None
             pending = self.pending.get(span.trace_id)
             if pending is None:
                 self.pending[span.trace_id] = [span]
             else:
                 pending.append(span)
             return None
+        if span.parent_span_id is None:
+            self._closed[span.trace_id] = None
+            if len(self._closed) > self.RECENT:
+                self._closed.popitem(last=False)
         waiting = self.pending.pop(span.trace_id, None)
         if not waiting:
             return [span]
@@ -400,6 +417,13 @@ class TurnAssembler:
     @property
     def held_back_turns(self) -> int:
         return len(self.pending)
+
+    def late_warning(self) -> str | None:
+        """What to tell the user about spans that ended after their turn's root, if any."""
+        if not self.late:
+            return None
+        return (f"{self.late} span(s) ended after their turn's root span and were left out of it "
+                f"(first at {self.late_source}): a model call or tool outliving the turn that made it")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -583,6 +607,9 @@ def iter_captures(
                         capture = build_capture(spans)
                         if capture is not None:
                             yield capture
+    late = asm.late_warning()
+    if late:
+        say(late)
 
 
 def load_captures(capture_dir: str | os.PathLike[str]) -> list[Capture]:

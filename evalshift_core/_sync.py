@@ -259,6 +259,9 @@ class _Promoter:
                 gc.enable()
             bar.close()
         self.result.held_back = assembler.held_back_turns
+        late = assembler.late_warning()
+        if late:
+            self.warn(late)
         stale = sum(1 for spans in assembler.pending.values()
                     if self.newest_end - max(s.end for s in spans) > STALE_TURN_NS)
         if stale:

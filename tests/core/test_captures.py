@@ -278,3 +278,18 @@ def test_collector_file_exporter_shape(refund_capture, tmp_path):
     (tmp_path / "traces.json").write_text(json.dumps(line, separators=(",", ":")) + "\n")
     (capture,) = load_captures(tmp_path)
     assert _kinds(capture) == EXPECTED_EVENTS
+
+
+def test_span_ending_after_its_root_is_reported_not_held_forever(refund_capture, tmp_path):
+    spans = flat_spans(refund_capture)
+    root = next(s for s in spans if "parentSpanId" not in s)
+    last_chat = [s for s in spans if s["name"].startswith("chat")][-1]
+    order = [s for s in spans if s is not root and s is not last_chat] + [root, last_chat]
+    write_spans(tmp_path / "spans.jsonl", order)
+    warnings: list[str] = []
+    assembler = TurnAssembler()
+    (capture,) = iter_captures([tmp_path], warn=warnings.append, assembler=assembler)
+    assert len(capture.model_calls()) == 2
+    assert assembler.held_back_turns == 0
+    assert len(warnings) == 1 and "ended after their turn's root span" in warnings[0]
+    assert f"{tmp_path / 'spans.jsonl'}:{len(order)}" in warnings[0]
