@@ -103,6 +103,7 @@ def _build_runtime(
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
     from . import _attributes as A
     from ._exporter import (
@@ -123,9 +124,10 @@ def _build_runtime(
     provider = TracerProvider(resource=resource)
     # A queue deep enough that bursts from many threads are not dropped before the worker
     # thread (which does all the file I/O) catches up.
-    provider.add_span_processor(
-        BatchSpanProcessor(exporter, schedule_delay_millis=1000, max_queue_size=16384, max_export_batch_size=1024)
+    processor = BatchSpanProcessor(
+        exporter, schedule_delay_millis=1000, max_queue_size=16384, max_export_batch_size=1024
     )
+    provider.add_span_processor(processor)
     tracer = provider.get_tracer(A.SCOPE_NAME, __version__)
     return Runtime(
         tracer=tracer,
@@ -134,6 +136,9 @@ def _build_runtime(
         toolsets=toolsets,
         capture_dir=directory,
         sample_rate=max(0.0, min(1.0, float(sample_rate))),
+        processor=processor,
+        resource=resource,
+        scope=InstrumentationScope(A.SCOPE_NAME, __version__),
     )
 
 

@@ -33,6 +33,10 @@ class Runtime:
     toolsets: Any
     capture_dir: str
     sample_rate: float = 1.0
+    processor: Any = None
+    """The batch processor model-call spans are handed to directly (see ``_genai.ModelSpan``)."""
+    resource: Any = None
+    scope: Any = None
 
 
 _runtime: Runtime | None = None

@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 import wrapt
-from opentelemetry.context import Context
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from .. import _attributes as A
 from .._guard import capture_internal_exceptions
@@ -57,6 +57,15 @@ def as_mapping(value: Any) -> Mapping[str, Any]:
     if callable(dump):
         return dump(exclude_none=True)
     return {}
+
+
+def is_raw_response(value: Any) -> bool:
+    """A ``with_raw_response`` / ``with_streaming_response`` wrapper rather than the parsed body.
+
+    Looked up in the instance dict: ``hasattr`` on a pydantic response model goes through its
+    ``__getattr__`` and an exception, several microseconds on every call.
+    """
+    return "http_response" in (getattr(value, "__dict__", None) or ())
 
 
 def text_part(text: str) -> dict[str, Any]:
@@ -108,6 +117,65 @@ def toolset_of(tools: list[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], st
     return entry
 
 
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+_UNSET = Status(StatusCode.UNSET)
+
+
+class ModelSpan:
+    """A model call's span, built into a ``ReadableSpan`` when it ends and handed straight to
+    our batch processor.
+
+    The SDK's own ``Span`` (sampler, locks, attribute cleaning on every set) was over half of
+    a model call's bookkeeping; every value we set is already a valid attribute value, and
+    the turn decided sampling. Turn and tool spans stay ordinary SDK spans.
+    """
+
+    __slots__ = ("rt", "name", "context", "parent", "attributes", "status", "start_time")
+
+    def __init__(self, rt: Any, name: str, parent: SpanContext | None, attributes: dict[str, Any]) -> None:
+        trace_id = parent.trace_id if parent is not None else _nonzero_bits(128)
+        self.rt = rt
+        self.name = name
+        self.context = SpanContext(trace_id, _nonzero_bits(64), is_remote=False, trace_flags=_SAMPLED)
+        self.parent = parent
+        self.attributes = attributes
+        self.status = _UNSET
+        self.start_time = time.time_ns()
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        self.attributes[key] = value
+
+    def set_attributes(self, attributes: Mapping[str, Any]) -> None:
+        self.attributes.update(attributes)
+
+    def set_status(self, status: Status) -> None:
+        self.status = status
+
+    def end(self) -> None:
+        self.rt.processor.on_end(
+            ReadableSpan(
+                name=self.name,
+                context=self.context,
+                parent=self.parent,
+                resource=self.rt.resource,
+                attributes=self.attributes,
+                kind=SpanKind.CLIENT,
+                status=self.status,
+                start_time=self.start_time,
+                end_time=time.time_ns(),
+                instrumentation_scope=self.rt.scope,
+            )
+        )
+
+
+def _nonzero_bits(n: int) -> int:
+    # The global generator is reseeded in a forked child, so a worker's ids never repeat ours.
+    value = random.getrandbits(n)
+    while value == 0:
+        value = random.getrandbits(n)
+    return value
+
+
 class ModelCall:
     """One model call in flight: its span, the turn it belongs to and its start time."""
 
@@ -155,14 +223,14 @@ class ModelCall:
             attrs[A.GENERATION_CONFIG] = dumps(dict(generation_config))
         if streamed:
             attrs[A.STREAMED] = True
+        parent = None
         if turn is not None:
-            context = turn.context
+            parent = turn.span.get_span_context()
         else:
             # A call outside any turn is a turn of its own; never a child of the host's spans.
-            context = Context()
             attrs[A.IMPLICIT_TURN] = True
         name = f"chat {model}" if model else "chat"
-        span = rt.tracer.start_span(name, context=context, kind=SpanKind.CLIENT, attributes=attrs)
+        span = ModelSpan(rt, name, parent, attrs)
         return cls(span, turn, time.perf_counter())
 
     def finish(

@@ -21,6 +21,7 @@ from ._genai import (
     SyncStreamProxy,
     as_mapping,
     given,
+    is_raw_response,
     is_sentinel,
     observe_async,
     observe_sync,
@@ -143,7 +144,7 @@ def finish_kwargs(message: Any) -> dict[str, Any]:
 
 
 def _finish(call: ModelCall, response: Any) -> None:
-    if hasattr(response, "http_response"):
+    if is_raw_response(response):
         # with_raw_response: the body is already read and parse() is cached by the SDK, so
         # the host gets the same object; with_streaming_response ("stream") is left unread.
         mode = response.http_response.request.headers.get(_RAW_HEADER)

@@ -19,6 +19,7 @@ from ._genai import (
     ModelCall,
     as_mapping,
     given,
+    is_raw_response,
     is_sentinel,
     observe_async,
     observe_sync,
@@ -194,7 +195,7 @@ def _start_responses(args: Any, kwargs: Mapping[str, Any]) -> ModelCall | None:
 def _unwrap_raw(response: Any) -> Any:
     """The parsed body behind ``with_raw_response`` (cached by the SDK, so the host gets the
     same object), or None when the body is a stream we must not read."""
-    if not hasattr(response, "http_response"):
+    if not is_raw_response(response):
         return response
     mode = response.http_response.request.headers.get(_RAW_HEADER)
     if mode != "stream":
