@@ -229,9 +229,12 @@ def main() -> int:
     print(f"in-process, {ISOLATED_CALLS} calls each; caller-thread CPU, median):")
     for shape, (bare_us, ours_us) in isolated.items():
         print(f"  {shape:<15} bare {bare_us:8.1f} µs   instrumented {ours_us:8.1f} µs   added {ours_us - bare_us:6.1f} µs")
-    ours = isolated["non-streaming"][1] - isolated["non-streaming"][0]
-    verdict = "within" if ours <= TARGET_US else "OVER"
-    print(f"evalshift_sdk non-streaming added {ours:.1f} µs per call at median: {verdict} the {TARGET_US:.0f} µs target")
+    for label, value in (
+        ("end to end (client over in-process transport, CPU)", added[("cpu", "evalshift_sdk", "non-streaming")]),
+        ("bookkeeping alone", isolated["non-streaming"][1] - isolated["non-streaming"][0]),
+    ):
+        verdict = "within" if value <= TARGET_US else "OVER"
+        print(f"evalshift_sdk non-streaming, {label}: {value:.1f} µs added at median, {verdict} the {TARGET_US:.0f} µs target")
     return 0
 
 
