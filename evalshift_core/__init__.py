@@ -25,12 +25,15 @@ from ._models import (
     Toolset,
     ToolTrace,
 )
+from ._policy import MigrationPolicy
 from ._promote import Promotion, promote, promote_capture
-from ._report import build_report, render_html, write_report
+from ._report import build_report, open_report, render_html, render_run_report, write_report
 from ._run import RunResult, load_run, run
 from ._suite import load_suite, resolve_tools, save_suite
 from ._sync import SyncResult, promote_files, sync
-from .evaluators import ScoreRecord, evaluate_pair, evaluate_run
+from ._traces import import_traces
+from .analysis import load_analysis
+from .evaluators import LABELS, ScoreRecord, evaluate, evaluate_pair, evaluate_run
 from .simulator import Simulator
 
 __all__ = [
@@ -46,6 +49,8 @@ __all__ = [
     "ExpectedToolCall",
     "FixtureResult",
     "InputError",
+    "LABELS",
+    "MigrationPolicy",
     "Promotion",
     "Regression",
     "ReplayError",
@@ -62,17 +67,22 @@ __all__ = [
     "analyze",
     "build_report",
     "compare",
+    "evaluate",
     "evaluate_and_report",
     "evaluate_pair",
     "evaluate_run",
+    "import_traces",
+    "load_analysis",
     "load_captures",
     "load_config",
     "load_run",
     "load_suite",
+    "open_report",
     "promote",
     "promote_capture",
     "promote_files",
     "render_html",
+    "render_run_report",
     "resolve_tools",
     "run",
     "save_suite",
