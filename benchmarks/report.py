@@ -84,7 +84,7 @@ def chromium_load(url: str) -> tuple[float, str]:
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if exe is None:
         sys.exit("chromium is not installed (make test installs Debian's chromium)")
-    with tempfile.TemporaryDirectory() as profile:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:  # chromium helpers may still be exiting
         cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                "--disable-background-networking", "--disable-component-update", "--disable-sync",
                "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--dump-dom", url]

@@ -32,7 +32,7 @@ def chromium(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if exe is None:
         pytest.fail("chromium is not installed: run `make test` (it installs Debian's chromium)")
-    with tempfile.TemporaryDirectory() as profile:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:  # chromium helpers may still be exiting
         cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                "--disable-background-networking", "--disable-component-update", "--disable-sync",
                "--disable-dev-shm-usage", f"--user-data-dir={profile}", *args]
@@ -264,7 +264,7 @@ def page(payload_report: Path):
     exe = shutil.which("chromium")
     if exe is None:
         pytest.fail("chromium is not installed: run `make test` (it installs Debian's chromium)")
-    with tempfile.TemporaryDirectory() as profile:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:  # chromium helpers may still be exiting
         proc = subprocess.Popen(
             [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
