@@ -85,11 +85,14 @@ def test_prompt_tools_fill_only_examples_without_a_toolset(tmp_path):
     assert out[1].tools == [] and out[2].tools is None and out[2].toolset_ref == "sha256:ab"
 
 
+# The test's own YAML writer folds control characters and line separators (NEL reads back as a
+# space), so descriptions stay within what a YAML dump round-trips; the reader is not the question.
+_DESCRIPTION = st.text(st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), min_size=1, max_size=20)
 _schema = st.fixed_dictionaries({"type": st.just("object"), "properties": st.dictionaries(
     st.from_regex(r"[a-z_]{1,8}", fullmatch=True), st.fixed_dictionaries({"type": st.sampled_from(["string", "number"])}),
     max_size=3)})
 _tool = st.fixed_dictionaries({"name": st.from_regex(r"[a-z][a-z_]{0,10}", fullmatch=True), "input_schema": _schema},
-                              optional={"description": st.text(min_size=1, max_size=20), "strict": st.booleans()})
+                              optional={"description": _DESCRIPTION, "strict": st.booleans()})
 
 
 def _openai_shape(tool: dict) -> dict:
