@@ -137,6 +137,16 @@ def warn_failed_calls(run_dir: Path) -> None:
                  f"{failed[0].get('model')} on {failed[0].get('example_id')}: {_one_line(str(failed[0]['error']))[:300]}")
 
 
+def _regressed_examples(regressions: list[Mapping[str, Any]]) -> dict[str, tuple[list[str], list[str]]]:
+    """One entry per example: an example regressed on several evaluators or sides is listed once."""
+    merged: dict[str, tuple[list[str], list[str]]] = {}
+    for r in regressions:
+        labels, tools = merged.setdefault(str(r.get("example_id")), ([], []))
+        labels.extend(x for x in r.get("labels") or [] if x not in labels)
+        tools.extend(x for x in r.get("tools") or [] if x not in tools)
+    return merged
+
+
 def print_verdict(payload: Mapping[str, Any]) -> None:
     verdict = str(payload.get("verdict") or "unknown")
     click.echo("")
@@ -144,12 +154,11 @@ def print_verdict(payload: Mapping[str, Any]) -> None:
     click.secho(f"Verdict: {verdict.upper()}", bold=True, fg=color)
     for reason in payload.get("reasons", []):
         click.echo(f"  - {reason}")
-    regressions = payload.get("regressions") or []
+    regressions = _regressed_examples(payload.get("regressions") or [])
     if regressions:
-        click.echo(f"\nRegressions ({len(regressions)}):")
-        for r in regressions[:MAX_LISTED_REGRESSIONS]:
-            labels = ", ".join(r.get("labels") or []) or "score drop"
-            click.echo(f"  {r.get('example_id')}: {labels} [{', '.join(r.get('tools') or [])}]")
+        click.echo(f"\nRegressed examples ({len(regressions)}):")
+        for example_id, (labels, tools) in list(regressions.items())[:MAX_LISTED_REGRESSIONS]:
+            click.echo(f"  {example_id}: {', '.join(labels) or 'score drop'} [{', '.join(tools)}]")
         if len(regressions) > MAX_LISTED_REGRESSIONS:
             click.echo(f"  ... and {len(regressions) - MAX_LISTED_REGRESSIONS} more in the report (or --json)")
     recommendations = payload.get("recommendations") or []

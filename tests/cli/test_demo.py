@@ -18,3 +18,11 @@ def test_demo_prints_failing_verdict_naming_security_tool_and_writes_report(tmp_
     report = next(line for line in out.stdout.splitlines() if line.startswith("Report: ")).removeprefix("Report: ")
     assert (tmp_path / report).is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == [".evalshift"]
+    # 7 security tickets lose notify_security_team, 3 urgent refunds start with issue_refund;
+    # an example regressed on both the conformance and the divergence side is listed once.
+    lines = out.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Regressed examples ("))
+    listed = [line.split(":")[0].strip() for line in lines[start + 1:] if line.startswith("  support-")]
+    assert lines[start] == "Regressed examples (10):"
+    assert len(listed) == len(set(listed)) == 10
+    assert sum("[notify_security_team]" in line for line in lines[start + 1:start + 11]) == 7
