@@ -170,6 +170,14 @@ class _Server(ThreadingHTTPServer):
     # Many concurrent clients open connections at once; the default backlog of 5 drops some.
     request_queue_size = 256
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hung up mid-reply (a killed run, an abandoned stream) is not a server fault.
+        import sys
+
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
+
 
 _ERROR_TYPES = {404: ("not_found_error", "NOT_FOUND"), 429: ("rate_limit_error", "RESOURCE_EXHAUSTED"),
                 500: ("api_error", "INTERNAL"), 503: ("overloaded_error", "UNAVAILABLE"),
