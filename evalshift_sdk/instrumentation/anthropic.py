@@ -13,7 +13,6 @@ import wrapt
 
 from .._guard import capture_internal_exceptions
 from .._runtime import get_runtime
-from . import DidNotEnable
 from ._genai import (
     Accumulator,
     AsyncStreamProxy,
@@ -30,6 +29,7 @@ from ._genai import (
     tool_call_part,
     tool_response_part,
 )
+from ._patching import patch, require_version, unpatch
 
 PROVIDER = "anthropic"
 MIN_VERSION = (0, 40)
@@ -334,34 +334,22 @@ def _stream(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     return out
 
 
-def _version() -> tuple[int, ...]:
+def instrument() -> None:
     import anthropic
 
-    return tuple(int(p) for p in anthropic.__version__.split(".")[:2] if p.isdigit())
-
-
-def instrument() -> None:
-    if _version() < MIN_VERSION:
-        raise DidNotEnable(f"anthropic {_version()} is older than the oldest supported {MIN_VERSION}")
+    require_version("anthropic", anthropic.__version__, MIN_VERSION)
     # A package since 0.4x, a module before: both export the two resource classes.
     from anthropic.resources.messages import AsyncMessages, Messages
 
-    for owner, attr, wrapper in (
+    patch((
         (Messages, "create", _create),
         (AsyncMessages, "create", _acreate),
         (Messages, "parse", _create),
         (AsyncMessages, "parse", _acreate),
         (Messages, "stream", _stream),
         (AsyncMessages, "stream", _stream),
-    ):
-        original = owner.__dict__.get(attr)
-        if original is None or isinstance(original, wrapt.FunctionWrapper):
-            continue
-        wrapt.wrap_function_wrapper(owner, attr, wrapper)
-        _patched.append((owner, attr, original))
+    ), _patched)
 
 
 def uninstrument() -> None:
-    while _patched:
-        owner, attr, original = _patched.pop()
-        setattr(owner, attr, original)
+    unpatch(_patched)

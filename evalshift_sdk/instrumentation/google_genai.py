@@ -10,8 +10,6 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
-import wrapt
-
 from .. import _runtime
 from .._guard import capture_internal_exceptions
 from . import DidNotEnable
@@ -24,6 +22,7 @@ from ._genai import (
     tool_call_part,
     tool_response_part,
 )
+from ._patching import patch, require_version, unpatch
 
 PROVIDER = "gcp.gemini"
 MIN_VERSION = (1, 0)
@@ -315,15 +314,10 @@ async def _apublic_generate_stream(wrapped: Any, instance: Any, args: Any, kwarg
     return _astream_in_turn(await wrapped(*args, **kwargs))
 
 
-def _version() -> tuple[int, ...]:
+def instrument() -> None:
     from google.genai import version
 
-    return tuple(int(p) for p in version.__version__.split(".")[:2] if p.isdigit())
-
-
-def instrument() -> None:
-    if _version() < MIN_VERSION:
-        raise DidNotEnable(f"google-genai {_version()} is older than the oldest supported {MIN_VERSION}")
+    require_version("google-genai", version.__version__, MIN_VERSION)
     from google.genai import models
 
     targets = [
@@ -338,15 +332,8 @@ def instrument() -> None:
     ]
     if any(owner.__dict__.get(attr) is None for owner, attr, _ in targets[:4]):
         raise DidNotEnable("google-genai's request methods moved; this release is not supported")
-    for owner, attr, wrapper in targets:
-        original = owner.__dict__.get(attr)
-        if original is None or isinstance(original, wrapt.FunctionWrapper):
-            continue
-        wrapt.wrap_function_wrapper(owner, attr, wrapper)
-        _patched.append((owner, attr, original))
+    patch(targets, _patched)
 
 
 def uninstrument() -> None:
-    while _patched:
-        owner, attr, original = _patched.pop()
-        setattr(owner, attr, original)
+    unpatch(_patched)

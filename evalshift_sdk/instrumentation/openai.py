@@ -10,10 +10,7 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
-import wrapt
-
 from .._guard import capture_internal_exceptions
-from . import DidNotEnable
 from ._genai import (
     Accumulator,
     ModelCall,
@@ -28,6 +25,7 @@ from ._genai import (
     tool_call_part,
     tool_response_part,
 )
+from ._patching import patch, require_version, unpatch
 
 PROVIDER = "openai"
 MIN_VERSION = (1, 66)  # the first release with the Responses API
@@ -437,24 +435,12 @@ def _targets() -> list[tuple[Any, str, Any]]:
     return targets
 
 
-def _version() -> tuple[int, ...]:
+def instrument() -> None:
     import openai
 
-    return tuple(int(p) for p in openai.__version__.split(".")[:2] if p.isdigit())
-
-
-def instrument() -> None:
-    if _version() < MIN_VERSION:
-        raise DidNotEnable(f"openai {_version()} is older than the oldest supported {MIN_VERSION}")
-    for owner, attr, wrapper in _targets():
-        original = owner.__dict__.get(attr)
-        if original is None or isinstance(original, wrapt.FunctionWrapper):
-            continue
-        wrapt.wrap_function_wrapper(owner, attr, wrapper)
-        _patched.append((owner, attr, original))
+    require_version("openai", openai.__version__, MIN_VERSION)
+    patch(_targets(), _patched)
 
 
 def uninstrument() -> None:
-    while _patched:
-        owner, attr, original = _patched.pop()
-        setattr(owner, attr, original)
+    unpatch(_patched)
