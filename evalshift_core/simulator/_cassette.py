@@ -10,10 +10,12 @@ import json
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+from ._loopback import LoopbackServer
 
 # Headers a replay must not repeat: the body length is recomputed, and the recorded framing
 # (chunked, keep-alive) describes a connection that no longer exists.
@@ -134,7 +136,7 @@ def request_kwargs(interaction: Interaction) -> dict[str, Any]:
 
 
 @dataclass
-class CassetteServer:
+class CassetteServer(LoopbackServer):
     """Serve interactions on ``127.0.0.1``: each request gets the first unserved recording with
     the same method and path, in recorded order; once all are served the last one repeats.
 
@@ -142,14 +144,13 @@ class CassetteServer:
     ...     client = openai.OpenAI(base_url=server.openai_base_url, api_key="test")
     """
 
+    thread_name = "evalshift-cassette"
     interactions: list[Interaction]
     received: list[ReceivedRequest] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        self._server.daemon_threads = True
-        self._thread: threading.Thread | None = None
+        self._bind(_make_handler(self))
 
     @classmethod
     def from_files(cls, *paths: str | Path, root: str | Path | None = None) -> CassetteServer:
@@ -160,35 +161,6 @@ class CassetteServer:
             interactions += load_sse(full) if full.suffix == ".sse" else load_cassette(full)
         return cls(interactions)
 
-    @property
-    def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    @property
-    def openai_base_url(self) -> str:
-        return self.base_url + "/v1"
-
-    def start(self) -> CassetteServer:
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._server.serve_forever, args=(0.05,), name="evalshift-cassette", daemon=True
-            )
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._server.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._server.server_close()
-
-    def __enter__(self) -> CassetteServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def pick(self, method: str, path: str) -> Interaction | None:
         """The interaction that answers ``method path`` (and mark it served)."""

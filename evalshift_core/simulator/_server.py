@@ -5,16 +5,17 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import orjson
 
 from . import _anthropic, _gemini, _openai, _responses
+from ._loopback import LoopbackServer
 from ._rules import ModelScript, Reply, SimRequest
 
 
-class Simulator:
+class Simulator(LoopbackServer):
     """Scripted models served on ``127.0.0.1`` in the providers' wire formats.
 
     OpenAI Chat Completions and Responses, Anthropic Messages and Gemini generateContent /
@@ -27,6 +28,8 @@ class Simulator:
     >>> with Simulator(scripts) as sim:
     ...     client = openai.OpenAI(base_url=sim.openai_base_url, api_key="sim")
     """
+
+    thread_name = "evalshift-simulator"
 
     def __init__(
         self,
@@ -52,19 +55,7 @@ class Simulator:
         """The most requests the simulator was answering at once (a check on client concurrency)."""
         self._lock = threading.Lock()
         self._count = 0
-        self._server = _Server((host, port), _make_handler(self))
-        self._server.daemon_threads = True
-        self._thread: threading.Thread | None = None
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        host = host.decode() if isinstance(host, bytes) else host
-        return f"http://{host}:{port}"
-
-    @property
-    def openai_base_url(self) -> str:
-        return self.base_url + "/v1"
+        self._bind(_make_handler(self), host, port)
 
     @property
     def anthropic_base_url(self) -> str:
@@ -75,25 +66,6 @@ class Simulator:
     def gemini_base_url(self) -> str:
         """For ``HttpOptions(base_url=...)`` / ``GOOGLE_GEMINI_BASE_URL`` (the SDK adds /v1beta)."""
         return self.base_url
-
-    def start(self) -> Simulator:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="evalshift-simulator", daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._server.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._server.server_close()
-
-    def __enter__(self) -> Simulator:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def respond(self, request: SimRequest) -> Reply:
         script = self.scripts.get(request.model)
@@ -164,19 +136,6 @@ class Simulator:
         if stream:
             return 200, {"content-type": "text/event-stream"}, b"".join(events(request, reply, n))
         return 200, {"content-type": "application/json"}, orjson.dumps(render(request, reply, n))
-
-
-class _Server(ThreadingHTTPServer):
-    # Many concurrent clients open connections at once; the default backlog of 5 drops some.
-    request_queue_size = 256
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that hung up mid-reply (a killed run, an abandoned stream) is not a server fault.
-        import sys
-
-        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
-            return
-        super().handle_error(request, client_address)
 
 
 _ERROR_TYPES = {404: ("not_found_error", "NOT_FOUND"), 429: ("rate_limit_error", "RESOURCE_EXHAUSTED"),
