@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from evalshift_sdk import _attributes as A
+from evalshift_sdk._jsonsafe import json_or_text
 
 from . import _ingest_genai as genai
 from ._io import open_maybe_gzip
@@ -199,13 +200,7 @@ def decode_attributes(attrs: Iterable[dict[str, Any]] | None) -> dict[str, Any]:
 
 def json_attr(attrs: dict[str, Any], key: str) -> Any:
     """An attribute holding JSON text, decoded; text that is not JSON is returned as is."""
-    value = attrs.get(key)
-    if isinstance(value, (str, bytes)):
-        try:
-            return orjson.loads(value)
-        except orjson.JSONDecodeError:
-            return value
-    return value
+    return json_or_text(attrs.get(key))
 
 
 def _id(raw: Any, hex_len: int) -> str:

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from evalshift_sdk import _attributes as A
+from evalshift_sdk._jsonsafe import json_or_text
 from evalshift_sdk._toolsets import ToolShapeError, normalise_toolset, toolset_ref
 
 if TYPE_CHECKING:
@@ -47,15 +46,6 @@ NOTE_NO_TOOLS = "no tool definitions recorded: the example offers no tools"
 NOTE_NO_TOOL_CHOICE = "tool_choice and parallel_tool_calls not recorded"
 
 
-def _loads(value: Any) -> Any:
-    if isinstance(value, (str, bytes)):
-        try:
-            return orjson.loads(value)
-        except orjson.JSONDecodeError:
-            return value
-    return value
-
-
 def _str_or_none(value: Any) -> str | None:
     return None if value is None else str(value)
 
@@ -68,7 +58,7 @@ def _clean_part(part: Any) -> dict[str, Any] | None:
         return {"type": "text", "content": part.get("content", "")}
     if kind == "tool_call":
         return {"type": "tool_call", "id": part.get("id"), "name": part.get("name", ""),
-                "arguments": _loads(part.get("arguments"))}
+                "arguments": json_or_text(part.get("arguments"))}
     if kind == "tool_call_response":
         return {"type": "tool_call_response", "id": part.get("id"), "response": part.get("response")}
     return {k: v for k, v in part.items() if v is not None}
@@ -77,7 +67,7 @@ def _clean_part(part: Any) -> dict[str, Any] | None:
 def semconv_messages(raw: Any) -> list[dict[str, Any]]:
     """``gen_ai.input.messages`` as clean semconv messages (role + parts, no null keys)."""
     out: list[dict[str, Any]] = []
-    value = _loads(raw)
+    value = json_or_text(raw)
     for msg in value if isinstance(value, list) else ():
         if not isinstance(msg, dict):
             continue
@@ -123,7 +113,7 @@ def legacy_messages(attrs: dict[str, Any]) -> list[dict[str, Any]]:
                 parts.append({"type": "text", "content": content})
             for call in _legacy_tool_calls(entry):
                 parts.append({"type": "tool_call", "id": call.get("id"), "name": call.get("name", ""),
-                              "arguments": _loads(call.get("arguments"))})
+                              "arguments": json_or_text(call.get("arguments"))})
         out.append({"role": role, "parts": parts})
     return out
 
@@ -142,7 +132,7 @@ def _output(attrs: dict[str, Any]) -> tuple[list[dict[str, Any]] | None, str | N
     if completions:
         first = completions[0]
         calls = [{"call_id": _str_or_none(c.get("id")), "tool_name": str(c.get("name", "")),
-                  "arguments": _loads(c.get("arguments"))}
+                  "arguments": json_or_text(c.get("arguments"))}
                  for c in _legacy_tool_calls(first)]
         content = first.get("content")
         return calls, (str(content) if content else None)
@@ -151,13 +141,13 @@ def _output(attrs: dict[str, Any]) -> tuple[list[dict[str, Any]] | None, str | N
 
 def _tool_definitions(attrs: dict[str, Any]) -> list[dict[str, Any]] | None:
     if A.TOOL_DEFINITIONS in attrs:
-        tools = _loads(attrs[A.TOOL_DEFINITIONS])
+        tools = json_or_text(attrs[A.TOOL_DEFINITIONS])
         return tools if isinstance(tools, list) else None
     functions = _indexed(attrs, "llm.request.functions")
     if not functions:
         return None
     return [{"name": str(f.get("name", "")), "description": f.get("description"),
-             "parameters": _loads(f.get("parameters")) or {"type": "object", "properties": {}}}
+             "parameters": json_or_text(f.get("parameters")) or {"type": "object", "properties": {}}}
             for f in functions]
 
 
@@ -211,7 +201,7 @@ def model_call_event(span: Span, round_index: int) -> tuple[dict[str, Any], list
         "usage": usage,
         "error": (a.get(A.ERROR_TYPE) or span.status_message or "error") if span.status == 2 else None,
     }
-    system = _loads(a.get(A.SYSTEM_INSTRUCTIONS))
+    system = json_or_text(a.get(A.SYSTEM_INSTRUCTIONS))
     if isinstance(system, list) and system:
         event["system_instructions"] = system
     return event, tools, notes

@@ -9,16 +9,7 @@ from typing import Any
 import orjson
 
 from ._rules import Reply, SimRequest
-from ._wire import call_id
-
-
-def _parse_arguments(raw: Any) -> Any:
-    if isinstance(raw, str):
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return raw
-    return raw
+from ._wire import call_id, parse_arguments
 
 
 def parse_chat_request(body: dict[str, Any]) -> SimRequest:
@@ -40,7 +31,7 @@ def parse_chat_request(body: dict[str, Any]) -> SimRequest:
                 fn = call.get("function", {})
                 parts.append(
                     {"type": "tool_call", "id": call.get("id"), "name": fn.get("name"),
-                     "arguments": _parse_arguments(fn.get("arguments"))}
+                     "arguments": parse_arguments(fn.get("arguments"))}
                 )
         messages.append({"role": role, "parts": parts})
     names = []

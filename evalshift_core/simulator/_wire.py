@@ -7,6 +7,8 @@ from typing import Any
 
 import orjson
 
+from evalshift_sdk._jsonsafe import json_or_text
+
 
 def tokens(text: str) -> int:
     """A rough token count (4 characters a token) so usage is never zero."""
@@ -33,9 +35,5 @@ def sse(data: Any, event: str | None = None, sep: bytes = b"\n\n") -> bytes:
 
 
 def parse_arguments(raw: Any) -> Any:
-    if isinstance(raw, str):
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return raw
-    return raw
+    """Tool-call arguments from a request body; text that is not JSON stays text."""
+    return json_or_text(raw)
