@@ -55,14 +55,3 @@ def iter_jsonl(path: str | os.PathLike[str], *, what: str = "JSON line") -> Iter
                 yield lineno, orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
                 raise InputError(f"not a valid {what}: {exc}", file=str(path), line=lineno) from exc
-
-
-def append_jsonl(path: str | os.PathLike[str], rows: Iterable[Any]) -> None:
-    """Append whole lines and fsync, so an interrupted run keeps every row it finished."""
-    data = b"".join(orjson.dumps(r) + b"\n" for r in rows)
-    if not data:
-        return
-    with open(path, "ab") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())

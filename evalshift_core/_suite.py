@@ -53,21 +53,6 @@ def read_sidecar(path: str | os.PathLike[str], ref: str) -> list[dict] | None:
     return tools
 
 
-def copy_toolset(capture_dir: str | os.PathLike[str], base: str | os.PathLike[str], ref: str) -> bool:
-    """Copy one sidecar from a capture dir into the suite base; False when missing or not ``ref``'s.
-
-    Content-addressed: the copy is written only after its bytes are checked against the ref.
-    """
-    dst = toolset_path(base, ref)
-    if dst.exists():
-        return True
-    tools = read_sidecar(Path(capture_dir) / "toolsets" / ref_filename(ref), ref)
-    if tools is None:
-        return False
-    write_toolset(base, ref, tools)
-    return True
-
-
 def write_toolset(base: str | os.PathLike[str], ref: str, tools: list[dict]) -> None:
     """Write a sidecar in the canonical form its ref is the hash of (atomic)."""
     atomic_write_bytes(toolset_path(base, ref), canonical_json(tools))

@@ -36,11 +36,6 @@ def dumps(value: Any) -> str:
         return orjson.dumps(_safe_repr(value)).decode()
 
 
-def to_plain(value: Any) -> Any:
-    """A JSON-compatible copy of ``value`` (round-trips through :func:`dumps`)."""
-    return orjson.loads(dumps(value))
-
-
 def json_or_text(value: Any) -> Any:
     """JSON text (str or bytes) decoded; anything else, or text that is not JSON, as it is."""
     if isinstance(value, (str, bytes)):
