@@ -12,7 +12,8 @@ import pytest
 os.environ["EVALSHIFT_RAISE_INTERNAL"] = "1"
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
+# Real provider responses recorded by other open-source projects (sources in its README.md).
+RECORDED_FIXTURES = REPO / "tests" / "fixtures" / "recorded"
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The simulator's bodies have the shape of real recorded provider responses (shared/fixtures).
+"""The simulator's bodies have the shape of real recorded provider responses (tests/fixtures/recorded).
 
 Every key a real response carried in these places, the simulator carries too; SSE streams use the
 same event names in the same order and the same framing.
@@ -17,7 +17,7 @@ import yaml
 from evalshift_core.simulator import _anthropic, _gemini, _responses
 from evalshift_core.simulator._rules import Reply, SimRequest
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "recorded"
 REPLY = Reply(text="Let me check.", tool_calls=[{"name": "get_weather", "arguments": {"location": "Paris"}},
                                                  {"name": "get_time", "arguments": {"timezone": "CET"}}])
 

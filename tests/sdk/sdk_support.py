@@ -30,7 +30,7 @@ CassetteServer = _cassette.CassetteServer
 Interaction = _cassette.Interaction
 request_kwargs = _cassette.request_kwargs
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "recorded"
 API_KEY = "sk-test-SECRET-KEY-0123456789"
 
 _JSON_KEYS = {
