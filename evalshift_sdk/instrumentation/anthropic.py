@@ -1,4 +1,5 @@
-"""Instrumentation of the official ``anthropic`` client: Messages ``create``, ``parse``, ``stream``.
+"""Instrumentation of the official ``anthropic`` client: Messages ``create``, ``parse``, ``stream``,
+on ``client.messages`` and ``client.beta.messages`` alike (same request and response shapes).
 
 ``messages.stream()`` posts on its own (not through ``create``), so its stream manager is
 observed instead: one span per stream either way.
@@ -35,9 +36,13 @@ PROVIDER = "anthropic"
 MIN_VERSION = (0, 40)
 _RAW_HEADER = "X-Stainless-Raw-Response"
 
+# Request arguments that are not generation settings. Besides transport and content: who is
+# billed or calling (ids, credit tokens), and MCP server definitions, which carry their own
+# authorization tokens — none of it may reach a capture file.
 _NOT_GENERATION = frozenset({
     "messages", "model", "system", "tools", "stream", "extra_headers", "extra_query",
-    "extra_body", "timeout", "metadata", "betas", "container",
+    "extra_body", "timeout", "metadata", "betas", "container", "mcp_servers",
+    "fallback_credit_token", "billing_policy", "user_profile_id", "workspace_id", "thread",
 })
 
 _patched: list[tuple[Any, str, Any]] = []
@@ -102,6 +107,17 @@ def generation_config_of(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     return config
 
 
+def _tool_param(tool: Any) -> Mapping[str, Any]:
+    """One offered tool as the ``tools[]`` entry the SDK sends: ``@beta_tool`` functions and
+    other tool objects serialise themselves through ``to_dict()``."""
+    if isinstance(tool, Mapping):
+        return tool
+    to_dict = getattr(tool, "to_dict", None)
+    if callable(to_dict) and not hasattr(tool, "model_dump"):
+        return as_mapping(to_dict())
+    return as_mapping(tool)
+
+
 def _start_from(kwargs: Mapping[str, Any], streamed: bool) -> ModelCall | None:
     tools = given(kwargs, "tools")
     return ModelCall.start(
@@ -109,7 +125,7 @@ def _start_from(kwargs: Mapping[str, Any], streamed: bool) -> ModelCall | None:
         model=given(kwargs, "model"),
         input_messages=messages_to_semconv(given(kwargs, "messages")),
         system_instructions=_system(given(kwargs, "system")),
-        tools=[as_mapping(t) for t in tools] if tools is not None else None,
+        tools=[_tool_param(t) for t in tools] if tools is not None else None,
         generation_config=generation_config_of(kwargs),
         streamed=streamed,
     )
@@ -334,6 +350,28 @@ def _stream(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     return out
 
 
+def _targets(sync: Any, aio: Any) -> list[tuple[Any, str, Any]]:
+    # ``patch`` skips a method the class does not define (``parse`` and the beta ``stream``
+    # arrived after 0.40), so an older release is patched for what it has.
+    return [
+        (sync, "create", _create),
+        (aio, "create", _acreate),
+        (sync, "parse", _create),
+        (aio, "parse", _acreate),
+        (sync, "stream", _stream),
+        (aio, "stream", _stream),
+    ]
+
+
+def _beta_classes() -> tuple[Any, Any] | None:
+    """``client.beta.messages``' resource classes, or None on a release without them."""
+    try:
+        from anthropic.resources.beta.messages import AsyncMessages, Messages
+    except ImportError:
+        return None
+    return Messages, AsyncMessages
+
+
 def instrument() -> None:
     import anthropic
 
@@ -341,14 +379,11 @@ def instrument() -> None:
     # A package since 0.4x, a module before: both export the two resource classes.
     from anthropic.resources.messages import AsyncMessages, Messages
 
-    patch((
-        (Messages, "create", _create),
-        (AsyncMessages, "create", _acreate),
-        (Messages, "parse", _create),
-        (AsyncMessages, "parse", _acreate),
-        (Messages, "stream", _stream),
-        (AsyncMessages, "stream", _stream),
-    ), _patched)
+    targets = _targets(Messages, AsyncMessages)
+    beta = _beta_classes()
+    if beta is not None:
+        targets += _targets(*beta)
+    patch(targets, _patched)
 
 
 def uninstrument() -> None:
