@@ -78,6 +78,14 @@ class Evaluator:
         """Score one pair; ``timelines`` are imported event lists (only ``agent_trace`` reads them)."""
         raise NotImplementedError
 
+    def score_pair(self, pair: Pair) -> list[ScoreRecord]:
+        """Score one pair from its :class:`Pair` (what ``evaluate_run`` calls).
+
+        The tool evaluators read the pair's derived data, computed once for all of them; the
+        default scores the plain traces.
+        """
+        return self.score(pair.example, pair.source, pair.target, timelines=pair.timelines)
+
     def record(
         self,
         example: Example,
@@ -102,23 +110,85 @@ class Evaluator:
         })
 
 
-_RECORD_FIELDS = frozenset(ScoreRecord.model_fields)
+# Every field is set on a record we build, so one set serves them all: pydantic only ever adds
+# an already present name to it (on assignment) and copies it on ``model_copy``.
+_ALL_FIELDS_SET = set(ScoreRecord.model_fields)
 _new_object = object.__new__
-_set_attribute = object.__setattr__
+_set_dict = object.__setattr__
+# BaseModel's slots, set through their descriptors: cheaper than object.__setattr__ by name.
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 def fast_record(values: dict[str, Any]) -> ScoreRecord:
     """A ScoreRecord from values that are ours and already valid, without validation.
 
-    What ``model_construct`` does minus its per-field default handling: on a 100k-pair run the
-    record's construction would otherwise cost more than the scoring it reports.
+    ``values`` holds every field, in declaration order, with its declared type (floats as
+    float). What ``model_construct`` does minus its per-field default handling: on a 100k-pair
+    run the record's construction would otherwise cost more than the scoring it reports.
     """
     record = _new_object(ScoreRecord)
-    _set_attribute(record, "__dict__", values)
-    _set_attribute(record, "__pydantic_fields_set__", set(_RECORD_FIELDS))
-    _set_attribute(record, "__pydantic_extra__", None)
-    _set_attribute(record, "__pydantic_private__", None)
+    _set_dict(record, "__dict__", values)
+    _set_fields_set(record, _ALL_FIELDS_SET)
+    _set_extra(record, None)
+    _set_private(record, None)
     return record
+
+
+class Pair:
+    """One example's source and target traces, with what every tool evaluator derives from them.
+
+    ``evaluate_run`` builds one per example and hands it to each evaluator, so the call lists,
+    name sequences and the source/target comparison are computed once per pair, not once per
+    evaluator. Names are tuples (compared without building lists); records get list copies.
+    """
+
+    __slots__ = ("example", "source", "target", "timelines", "single_shot", "source_calls", "target_calls",
+                 "source_names", "target_names", "_same_calls", "_matches")
+
+    def __init__(
+        self,
+        example: Example,
+        source: ToolTrace,
+        target: ToolTrace,
+        timelines: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None,
+    ) -> None:
+        self.example = example
+        self.source = source
+        self.target = target
+        self.timelines = timelines
+        self.single_shot = source.round_count is None and target.round_count is None
+        """Neither side was replayed round by round: every call is round 1."""
+        self.source_calls: list[ToolCall] = source.calls
+        self.target_calls: list[ToolCall] = target.calls
+        self.source_names: tuple[str, ...] = tuple([c.tool_name for c in self.source_calls])
+        """Tool names of every source call, in order (the whole trace, all rounds)."""
+        self.target_names: tuple[str, ...] = tuple([c.tool_name for c in self.target_calls])
+        self._same_calls: bool | None = None
+        self._matches: list[int | None] | None = None
+
+    @property
+    def same_calls(self) -> bool:
+        """The target made the source's calls: same names in the same order, JSON-equal arguments."""
+        same = self._same_calls
+        if same is None:
+            same = self.source_names == self.target_names and all(
+                json_equal(s.arguments, t.arguments) for s, t in zip(self.source_calls, self.target_calls)
+            )
+            self._same_calls = same
+        return same
+
+    @property
+    def matches(self) -> list[int | None]:
+        """``match_calls_greedy(source_calls, target_calls)``: for each source call, its target call.
+
+        Shared, read-only: agent_trace and (on single-shot pairs) tool_arguments match alike.
+        """
+        matches = self._matches
+        if matches is None:
+            matches = self._matches = match_calls_greedy(self.source_calls, self.target_calls)
+        return matches
 
 
 def round_calls(trace: ToolTrace, k: int) -> list[ToolCall]:

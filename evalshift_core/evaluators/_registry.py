@@ -14,7 +14,7 @@ from typing import Any
 
 from .._exceptions import ConfigError
 from .._models import Call, Example, ToolTrace
-from ._base import Evaluator, ScoreRecord
+from ._base import Evaluator, Pair, ScoreRecord
 from .agent_trace import AgentTrace
 from .llm_judge import LLMJudge
 from .semantic import Semantic
@@ -145,11 +145,16 @@ def _progress(total: int, progress: bool | None) -> Any:
 
 @contextmanager
 def _cyclic_gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while scoring a run.
+    """Pause the cyclic garbage collector while scoring a run; then file what survived as old.
 
     Scoring allocates many small dicts and lists and keeps every record, so the collector's
-    full passes re-traverse an ever larger heap; the evaluators create no reference cycles,
-    so reference counting frees everything they drop. This roughly halves a 100k-pair run.
+    passes would re-traverse an ever larger heap; the evaluators create no reference cycles,
+    so reference counting frees everything they drop. What survives the run is the records,
+    alive by construction (they are returned): the young-generation passes that would follow
+    (one at the next allocation, one a few later, each over every record) could free nothing,
+    so ``gc.freeze(); gc.unfreeze()`` moves them straight to the oldest generation, where full
+    collections see them as they see any long-lived data. Skipped when the host froze objects
+    itself (``gc.freeze`` before forking): ``unfreeze`` would undo that.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -157,6 +162,9 @@ def _cyclic_gc_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 
@@ -190,8 +198,9 @@ def evaluate_run(
                 t_events = timelines.get((example.id, "target"))
                 if s_events is not None or t_events is not None:
                     pair_timelines = (s_events or [], t_events or [])
+            pair = Pair(example, src.trace, tgt.trace, pair_timelines)
             for ev in built:
-                records.extend(ev.score(example, src.trace, tgt.trace, timelines=pair_timelines))
+                records.extend(ev.score_pair(pair))
     return records
 
 

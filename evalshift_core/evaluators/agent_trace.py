@@ -12,7 +12,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._models import Example, ToolTrace
-from ._base import Evaluator, ScoreRecord, call_names, json_equal, match_calls_greedy
+from ._base import (
+    Evaluator,
+    Pair,
+    ScoreRecord,
+    call_names,
+    fast_record,
+    json_equal,
+    match_calls_greedy,
+)
 from .tool_selection import lcs_length
 
 
@@ -95,14 +103,58 @@ class AgentTrace(Evaluator):
         *,
         timelines: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None,
     ) -> list[ScoreRecord]:
+        return self.score_pair(Pair(example, source, target, timelines))
+
+    def score_pair(self, pair: Pair) -> list[ScoreRecord]:
+        timelines = pair.timelines
         if timelines is not None:
             src_calls: Sequence[Any] = timeline_calls(timelines[0])
             tgt_calls: Sequence[Any] = timeline_calls(timelines[1])
-            origin = "imported"
-        else:
-            src_calls, tgt_calls = source.calls, target.calls
-            origin = "replay"
-        sn, tn = call_names(src_calls), call_names(tgt_calls)
+            sn, tn = call_names(src_calls), call_names(tgt_calls)
+            return [self._score_calls(pair.example, "imported", src_calls, tgt_calls, sn, tn,
+                                      match_calls_greedy(src_calls, tgt_calls))]
+        if pair.same_calls:
+            return [self._score_same(pair)]
+        return [self._score_calls(pair.example, "replay", pair.source_calls, pair.target_calls,
+                                  list(pair.source_names), list(pair.target_names), pair.matches)]
+
+    def _score_same(self, pair: Pair) -> ScoreRecord:
+        """``_score_calls`` when the target repeated the source's calls: order and arguments are 1.0,
+        nothing drifted, and both sides share one verdict on verification."""
+        sn = pair.source_names
+        labels: list[str] = []
+        tools: list[str] = []
+        s_score = t_score = 1.0
+        metadata: dict[str, Any] = {"timeline": "replay", "order_similarity": 1.0, "argument_equality": 1.0,
+                                    "source_tools": list(sn), "target_tools": list(sn), "fields": []}
+        if self.dangerous_tools:
+            danger: dict[str, Any] = {"extra": []}
+            if self.check_missing_verification:
+                unverified = unverified_dangerous(sn, self.dangerous_tools, self.verification_tools)
+                danger["source_unverified"] = unverified
+                danger["target_unverified"] = list(unverified)
+                if unverified:
+                    labels.append("MISSING_VERIFICATION_STEP")
+                    tools.extend(unverified)
+                    s_score = t_score = 3.0 / 4  # parts: order, arguments, extra danger, verification
+            metadata["dangerous"] = danger
+        metadata["tools"] = list(dict.fromkeys(tools))
+        return fast_record({
+            "example_id": pair.example.id, "evaluator": self.type_name, "name": self.name, "side": None,
+            "source_score": s_score, "target_score": t_score, "skipped": False,
+            "labels": labels, "metadata": metadata,
+        })
+
+    def _score_calls(
+        self,
+        example: Example,
+        origin: str,
+        src_calls: Sequence[Any],
+        tgt_calls: Sequence[Any],
+        sn: list[str],
+        tn: list[str],
+        matches: list[int | None],
+    ) -> ScoreRecord:
         labels: list[str] = []
         tools: list[str] = []
         order = order_similarity(sn, tn)
@@ -113,7 +165,7 @@ class AgentTrace(Evaluator):
         fields: list[dict[str, Any]] = []
         if src_calls:
             total = 0.0
-            for call, j in zip(src_calls, match_calls_greedy(src_calls, tgt_calls)):
+            for call, j in zip(src_calls, matches):
                 if j is None:
                     continue
                 s, unequal = field_equality(call.arguments, tgt_calls[j].arguments)
@@ -154,12 +206,10 @@ class AgentTrace(Evaluator):
                     tools.extend(t_unverified)
             metadata["dangerous"] = danger
         metadata["tools"] = list(dict.fromkeys(tools))
-        return [
-            self.record(
-                example,
-                source_score=sum(s_parts) / len(s_parts),
-                target_score=sum(t_parts) / len(t_parts),
-                labels=list(dict.fromkeys(labels)),
-                metadata=metadata,
-            )
-        ]
+        return self.record(
+            example,
+            source_score=sum(s_parts) / len(s_parts),
+            target_score=sum(t_parts) / len(t_parts),
+            labels=list(dict.fromkeys(labels)),
+            metadata=metadata,
+        )

@@ -13,7 +13,9 @@ from typing import Any
 from .._models import Example, ExpectedToolCall, ToolCall, ToolTrace
 from ._base import (
     Evaluator,
+    Pair,
     ScoreRecord,
+    fast_record,
     is_number,
     json_equal,
     match_calls_greedy,
@@ -184,10 +186,14 @@ class ToolArguments(Evaluator):
         reference: Sequence[ToolCall | ExpectedToolCall],
         actual: Sequence[ToolCall],
         scorer: Callable[[int, int], tuple[float, list[tuple[str, Any, Any, float]]]],
+        greedy: list[int | None] | None = None,
     ) -> list[tuple[int | None, float, list[tuple[str, Any, Any, float]]]]:
-        """Per reference call: (matched actual index or None, call score, imperfect fields)."""
+        """Per reference call: (matched actual index or None, call score, imperfect fields).
+
+        ``greedy`` is the greedy assignment when the caller already has it.
+        """
         if self.matching == "greedy":
-            assignment = match_calls_greedy(reference, actual)
+            assignment = match_calls_greedy(reference, actual) if greedy is None else greedy
             out: list[tuple[int | None, float, list[tuple[str, Any, Any, float]]]] = []
             for i, j in enumerate(assignment):
                 if j is None:
@@ -247,8 +253,27 @@ class ToolArguments(Evaluator):
         *,
         timelines: Any = None,
     ) -> list[ScoreRecord]:
+        return self.score_pair(Pair(example, source, target, timelines))
+
+    def score_pair(self, pair: Pair) -> list[ScoreRecord]:
+        example, source, target = pair.example, pair.source, pair.target
+        if self.against == "expected":
+            grade = self._grade_expected
+        elif pair.single_shot and self.matching == "greedy":
+            if pair.source_calls and pair.same_calls:
+                # Every source call matched to its twin with equal arguments: all fields 1.0.
+                return [fast_record({
+                    "example_id": example.id, "evaluator": self.type_name, "name": self.name, "side": None,
+                    "source_score": 1.0, "target_score": 1.0, "skipped": False, "labels": [],
+                    "metadata": {"against": self.against, "fields": [], "tools": []},
+                })]
+            matches = pair.matches
+
+            def grade(example: Example, source: ToolTrace, target: ToolTrace, k: int) -> dict[str, Any]:
+                return self._grade_drift(example, source, target, k, matches)
+        else:
+            grade = self._grade_drift
         rounds = replayed_rounds(source, target)
-        grade = self._grade_expected if self.against == "expected" else self._grade_drift
         per_round = [grade(example, source, target, k) for k in rounds or (1,)]
         scored = [r for r in per_round if not r.get("skipped")]
         if not scored:
@@ -306,14 +331,18 @@ class ToolArguments(Evaluator):
             out.append(entry)
         return out
 
-    def _grade_drift(self, example: Example, source: ToolTrace, target: ToolTrace, k: int) -> dict[str, Any]:
+    def _grade_drift(
+        self, example: Example, source: ToolTrace, target: ToolTrace, k: int, greedy: list[int | None] | None = None
+    ) -> dict[str, Any]:
         reference = round_calls(source, k)
         actual = round_calls(target, k)
         round_key = k if source.round_count is not None or target.round_count is not None else None
         if not reference:
             return {"round": k, "skipped": True, "reason": "the source made no tool calls to compare arguments with"}
         matches = self._match(
-            reference, actual, lambda i, j: self.score_call(reference[i].tool_name, reference[i].arguments, actual[j].arguments)
+            reference, actual,
+            lambda i, j: self.score_call(reference[i].tool_name, reference[i].arguments, actual[j].arguments),
+            greedy,
         )
         if all(j is None for j, _, _ in matches):
             # Seed 001: the evaluator scores a regression when the target reuses none of the

@@ -10,7 +10,15 @@ from collections import Counter
 from typing import Any
 
 from .._models import Example, ToolTrace
-from ._base import Evaluator, ScoreRecord, call_names, replayed_rounds, round_calls
+from ._base import (
+    Evaluator,
+    Pair,
+    ScoreRecord,
+    call_names,
+    fast_record,
+    replayed_rounds,
+    round_calls,
+)
 
 MODES = ("expected", "expected_set", "exact", "set", "first")
 # Modes whose reference is the ground truth when given as the plain ``mode:``.
@@ -117,11 +125,57 @@ class ToolSelection(Evaluator):
         *,
         timelines: Any = None,
     ) -> list[ScoreRecord]:
-        rounds = replayed_rounds(source, target)
+        return self.score_pair(Pair(example, source, target, timelines))
+
+    def score_pair(self, pair: Pair) -> list[ScoreRecord]:
+        if pair.single_shot:
+            return [self._score_single_shot(pair, side, mode, truth) for side, mode, truth in self.sides]
+        rounds = replayed_rounds(pair.source, pair.target)
         return [
-            self._score_side(example, source, target, side, mode, truth, rounds)
+            self._score_side(pair.example, pair.source, pair.target, side, mode, truth, rounds)
             for side, mode, truth in self.sides
         ]
+
+    def _score_single_shot(self, pair: Pair, side: str | None, mode: str, truth: bool) -> ScoreRecord:
+        """``_score_side`` of a single-shot pair, on the pair's name tuples (the common case)."""
+        example = pair.example
+        src = pair.source_names
+        tgt = pair.target_names
+        labels: list[str] = []
+        if truth:
+            if example.expected_no_tools:
+                # Seed 000: expected_no_tools scores 1.0 if and only if zero calls were made.
+                ref: tuple[str, ...] = ()
+                s_score = 1.0 if not src else 0.0
+                t_score = 1.0 if not tgt else 0.0
+            else:
+                expected = example.expected_round(1)
+                if expected is None:
+                    return self.record(
+                        example, side=side, source_score=1.0, target_score=1.0, skipped=True,
+                        metadata={"mode": mode, "skipped": True, "reason": "no expected_tools on this example"},
+                    )
+                ref = tuple([c.tool_name for c in expected])
+                # Identical name sequences score 1.0 in every mode.
+                s_score = 1.0 if src == ref else compare_names(mode, src, ref)
+                t_score = 1.0 if tgt == ref else compare_names(mode, tgt, ref)
+            if t_score < s_score:
+                labels.append(drift_label(tgt, ref))
+            elif s_score < 1.0 and t_score < 1.0:
+                labels.append("TOOL_GROUND_TRUTH_MISS")
+            metadata = {"mode": mode, "expected": list(ref), "source": list(src), "target": list(tgt)}
+        else:
+            # Divergence: the source is the yardstick, so its own score is 1.0 by construction.
+            s_score = 1.0
+            t_score = 1.0 if tgt == src else compare_names(mode, tgt, src)
+            if t_score < 1.0:
+                labels.append(drift_label(tgt, src))
+            metadata = {"mode": mode, "source": list(src), "target": list(tgt)}
+        return fast_record({
+            "example_id": example.id, "evaluator": self.type_name, "name": self.name, "side": side,
+            "source_score": float(s_score), "target_score": float(t_score), "skipped": False,
+            "labels": labels, "metadata": metadata,
+        })
 
     def _grade_round(
         self, example: Example, source: ToolTrace, target: ToolTrace, k: int, mode: str, truth: bool

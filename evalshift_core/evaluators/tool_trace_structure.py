@@ -10,7 +10,16 @@ from collections import Counter
 from typing import Any
 
 from .._models import Example, ToolTrace
-from ._base import Evaluator, ScoreRecord, call_names, is_number, replayed_rounds, round_calls
+from ._base import (
+    Evaluator,
+    Pair,
+    ScoreRecord,
+    call_names,
+    fast_record,
+    is_number,
+    replayed_rounds,
+    round_calls,
+)
 
 REFUSAL_MIN_SEVERITY = "high"
 """Seed 000: a refusal mismatch forces severity to at least ``high``."""
@@ -42,6 +51,13 @@ class ToolTraceStructure(Evaluator):
         *,
         timelines: Any = None,
     ) -> list[ScoreRecord]:
+        return self.score_pair(Pair(example, source, target, timelines))
+
+    def score_pair(self, pair: Pair) -> list[ScoreRecord]:
+        example, source, target = pair.example, pair.source, pair.target
+        if (pair.single_shot and source.refused == target.refused
+                and example.expected_tool_count is None and example.expected_parallel is None):
+            return [self._score_plain(pair)]
         rounds = replayed_rounds(source, target)
         refusal_mismatch = self.check_refusals and source.refused != target.refused
         tol = self.call_count_tolerance
@@ -111,3 +127,47 @@ class ToolTraceStructure(Evaluator):
                 metadata=metadata,
             )
         ]
+
+    def _score_plain(self, pair: Pair) -> ScoreRecord:
+        """``score`` of a single-shot pair with aligned refusals and no structural ground truth.
+
+        One round, and only the enabled source/target checks: call count within tolerance and
+        parallelism alike (the source's parts are 1.0 by construction; aligned refusals add 1.0
+        to both sides).
+        """
+        ns, nt = len(pair.source_names), len(pair.target_names)
+        ps, pt = ns > 1, nt > 1
+        n_parts = 0
+        t_ones = 0
+        failed: list[str] = []
+        if self.check_call_count:
+            n_parts += 1
+            if abs(nt - ns) <= self.call_count_tolerance:
+                t_ones += 1
+            else:
+                failed.append("call_count")
+        if self.check_parallelism:
+            n_parts += 1
+            if ps == pt:
+                t_ones += 1
+            else:
+                failed.append("parallelism")
+        if self.check_refusals:
+            n_parts += 1
+            t_ones += 1
+        if failed:
+            sn, tn = pair.source_names, pair.target_names
+            diff = list(((Counter(sn) - Counter(tn)) + (Counter(tn) - Counter(sn))).elements())
+            tools = list(dict.fromkeys(diff or sn[:1] or tn[:1]))
+            labels = ["TOOL_TRACE_STRUCTURE_DRIFT"]
+        else:
+            tools = []
+            labels = []
+        t_score = t_ones / n_parts  # the mean of the parts (ones and zeros), exactly
+        return fast_record({
+            "example_id": pair.example.id, "evaluator": self.type_name, "name": self.name, "side": None,
+            "source_score": 1.0, "target_score": t_score, "skipped": False, "labels": labels,
+            "metadata": {"call_count_tolerance": self.call_count_tolerance, "source_call_count": ns,
+                         "target_call_count": nt, "source_parallel": ps, "target_parallel": pt,
+                         "failed": failed, "tools": tools},
+        })
