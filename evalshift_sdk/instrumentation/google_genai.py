@@ -1,13 +1,15 @@
 """Instrumentation of ``google-genai``: ``models.generate_content(_stream)`` and the ``aio`` twins.
 
 Each request the SDK sends is one span (its private ``_generate_content*`` methods), so every
-round of automatic function calling is its own model call, inside one turn.
+round of automatic function calling is its own model call, inside one turn; the Python functions
+the SDK runs for it are handed over wrapped, so each execution is recorded like ``@tool``'s.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+import inspect
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .. import _runtime
@@ -232,9 +234,92 @@ def _finish(call: ModelCall, response: Any) -> None:
     call.finish(**acc.result())
 
 
+def _is_function_tool(tool: Any) -> bool:
+    """A Python callable offered for automatic function calling (not a ``Tool`` model)."""
+    return callable(tool) and not hasattr(tool, "model_dump")
+
+
 def _has_callables(kwargs: Mapping[str, Any]) -> bool:
     tools = _field(kwargs.get("config"), "tools") or []
-    return any(callable(t) and not hasattr(t, "model_dump") for t in tools)
+    return any(_is_function_tool(t) for t in tools)
+
+
+def _afc_disabled(config: Any) -> bool:
+    """The host turned automatic function calling off: the SDK will not run the functions."""
+    afc = _field(config, "automatic_function_calling")
+    if afc is None:
+        return False
+    if _field(afc, "disable"):
+        return True
+    most = _field(afc, "maximum_remote_calls")
+    return most is not None and int(most) <= 0
+
+
+_tool_wrapper_codes: tuple[Any, ...] | None = None
+
+
+def _tool_codes() -> tuple[Any, ...]:
+    """The code objects of ``@evalshift_sdk.tool``'s wrappers (sync and async), found by
+    decorating two probes: every decorated function shares them."""
+    global _tool_wrapper_codes
+    if _tool_wrapper_codes is None:
+
+        def probe() -> None: ...
+
+        async def aprobe() -> None: ...
+
+        codes = (getattr(_runtime.tool(probe), "__code__", None), getattr(_runtime.tool(aprobe), "__code__", None))
+        _tool_wrapper_codes = tuple(c for c in codes if c is not None)
+    return _tool_wrapper_codes
+
+
+def _already_recorded(fn: Any) -> bool:
+    """``fn`` is (or wraps, through ``functools.wraps`` layers) an ``@evalshift_sdk.tool``."""
+    codes = _tool_codes()
+    for _ in range(32):  # a __wrapped__ chain is short; a cycle must not hang the host
+        code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+        if code is not None and any(code is c for c in codes):
+            return True
+        fn = getattr(fn, "__wrapped__", None)
+        if fn is None:
+            return False
+    return False
+
+
+def _recording(fn: Any) -> Any:
+    """``fn`` wrapped so its execution is recorded like ``@tool``'s, or ``fn`` itself when it
+    already is, or when a wrapper could change what google-genai reads off it."""
+    if not (inspect.isfunction(fn) or inspect.ismethod(fn)) or _already_recorded(fn):
+        return fn
+    # The SDK declares and invokes the function through inspect.signature (which follows
+    # __wrapped__), __name__, __doc__ and get_type_hints; functools.wraps keeps all four, and
+    # the wrapper of a coroutine function is one too.
+    wrapper: Callable[..., Any] = _runtime.tool(fn)
+    if wrapper.__name__ != fn.__name__ or inspect.iscoroutinefunction(wrapper) != inspect.iscoroutinefunction(fn):
+        return fn
+    return wrapper
+
+
+def _with_recording_tools(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` whose config offers the same functions, wrapped to record their executions.
+
+    The host's config is copied, never changed: it may be reused for other calls, or read back.
+    """
+    config = kwargs.get("config")
+    tools = _field(config, "tools")
+    if not tools or _afc_disabled(config):
+        return kwargs
+    turn = _runtime.current_turn()
+    if turn is not None and not turn.sampled:
+        return kwargs
+    swapped = [_recording(t) if _is_function_tool(t) else t for t in tools]
+    if all(a is b for a, b in zip(swapped, tools)):
+        return kwargs
+    if isinstance(config, Mapping):
+        copied: Any = {**config, "tools": swapped}
+    else:
+        copied = config.model_copy(update={"tools": swapped})
+    return {**kwargs, "config": copied}
 
 
 def _generate(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
@@ -272,20 +357,30 @@ def _afc_turn(kwargs: Mapping[str, Any]) -> Any:
     return _runtime.turn(_implicit=True) if need else None
 
 
+def _afc_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """What to call the SDK with: the functions wrapped to record their executions, or, on any
+    fault while wrapping, the host's own arguments untouched."""
+    out = kwargs
+    with capture_internal_exceptions("genai.afc.tools"):
+        if _runtime.get_runtime() is not None:
+            out = _with_recording_tools(kwargs)
+    return out
+
+
 def _public_generate(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     scope = _afc_turn(kwargs)
     if scope is None:
-        return wrapped(*args, **kwargs)
+        return wrapped(*args, **_afc_kwargs(kwargs))
     with scope:
-        return wrapped(*args, **kwargs)
+        return wrapped(*args, **_afc_kwargs(kwargs))
 
 
 async def _apublic_generate(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     scope = _afc_turn(kwargs)
     if scope is None:
-        return await wrapped(*args, **kwargs)
+        return await wrapped(*args, **_afc_kwargs(kwargs))
     with scope:
-        return await wrapped(*args, **kwargs)
+        return await wrapped(*args, **_afc_kwargs(kwargs))
 
 
 def _stream_in_turn(chunks: Any) -> Any:
@@ -303,15 +398,15 @@ def _public_generate_stream(wrapped: Any, instance: Any, args: Any, kwargs: Any)
     # The SDK's AFC loop runs while the host iterates, so the implicit turn spans the iteration.
     scope = _afc_turn(kwargs)
     if scope is None:
-        return wrapped(*args, **kwargs)
-    return _stream_in_turn(wrapped(*args, **kwargs))
+        return wrapped(*args, **_afc_kwargs(kwargs))
+    return _stream_in_turn(wrapped(*args, **_afc_kwargs(kwargs)))
 
 
 async def _apublic_generate_stream(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     scope = _afc_turn(kwargs)
     if scope is None:
-        return await wrapped(*args, **kwargs)
-    return _astream_in_turn(await wrapped(*args, **kwargs))
+        return await wrapped(*args, **_afc_kwargs(kwargs))
+    return _astream_in_turn(await wrapped(*args, **_afc_kwargs(kwargs)))
 
 
 def instrument() -> None:
