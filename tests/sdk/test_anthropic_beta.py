@@ -224,6 +224,37 @@ def test_beta_tool_objects_are_offered_as_the_tools_they_send(capture_dir, spans
     assert '"lookup_order"' in offered and '"order_id"' in offered
 
 
+@pytest.mark.skipif("tool_runner" not in Messages.__dict__, reason="this anthropic has no tool_runner()")
+@pytest.mark.parametrize("stream", [False, True])
+def test_tool_runner_rounds_are_each_a_model_call_in_the_turn(capture_dir, spans, sim, stream):
+    """The beta tool runner sends each round through ``beta.messages.create``: one span a round."""
+
+    @anthropic.beta_tool
+    def lookup_order(order_id: str) -> str:
+        """Look an order up by id."""
+        return "shipped"
+
+    @anthropic.beta_tool
+    def notify_security_team(summary: str) -> str:
+        """Escalate a security-sensitive ticket."""
+        return "notified"
+
+    client = _client(sim)
+    with evalshift_sdk.turn(prompt_id="runner"):
+        runner = client.beta.messages.tool_runner(
+            model=MODEL, max_tokens=128, messages=[{"role": "user", "content": "where is order A1?"}],
+            tools=[lookup_order, notify_security_team], thread=False, stream=stream,
+        )
+        for round_ in runner:
+            if stream:
+                round_.get_final_message()
+    first, second = spans("chat")
+    assert [c["tool_name"] for c in first["attrs"]["evalshift.requested_tool_calls"]] == ["lookup_order", "notify_security_team"]
+    assert second["attrs"]["evalshift.output_text"] == "Done."
+    assert [m["role"] for m in second["attrs"]["gen_ai.input.messages"]] == ["user", "assistant", "tool"]
+    assert first["traceId"] == second["traceId"]
+
+
 def test_credentials_and_ids_never_reach_generation_config():
     """Beta-only arguments that name who pays or carry tokens are not generation settings."""
     config = generation_config_of({
