@@ -267,5 +267,25 @@ def match_calls_greedy(reference: Sequence[ToolCall | Any], actual: Sequence[Too
     return out
 
 
+def surplus(a: Sequence[str], b: Sequence[str]) -> list[str]:
+    """The names ``a`` has more often than ``b``, grouped by first appearance in ``a``.
+
+    ``list((Counter(a) - Counter(b)).elements())`` without building two Counters (hot path).
+    """
+    counts: dict[str, int] = {}
+    for x in a:
+        counts[x] = counts.get(x, 0) + 1
+    for x in b:
+        if x in counts:
+            counts[x] -= 1
+    out: list[str] = []
+    for x, n in counts.items():
+        if n == 1:
+            out.append(x)
+        elif n > 1:
+            out += [x] * n
+    return out
+
+
 def call_names(calls: Sequence[Any] | None) -> list[str]:
     return [c.tool_name for c in calls or ()]

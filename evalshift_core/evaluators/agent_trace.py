@@ -7,7 +7,6 @@ A timeline is scored whole (an external loop is not replayed round by round): no
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +19,7 @@ from ._base import (
     fast_record,
     json_equal,
     match_calls_greedy,
+    surplus,
 )
 from .tool_selection import lcs_length
 
@@ -161,7 +161,7 @@ class AgentTrace(Evaluator):
         if order < 1.0:
             same = sorted(sn) == sorted(tn)
             labels.append("TOOL_ORDER_DRIFT" if same else "TOOL_SELECTION_DRIFT")
-            tools.extend(sn[:1] if same else ((Counter(sn) - Counter(tn)) + (Counter(tn) - Counter(sn))).elements())
+            tools.extend(sn[:1] if same else surplus(sn, tn) + surplus(tn, sn))
         fields: list[dict[str, Any]] = []
         if src_calls:
             total = 0.0
@@ -188,7 +188,7 @@ class AgentTrace(Evaluator):
         if self.dangerous_tools:
             dangerous = self.dangerous_tools
             t_danger = [n for n in tn if n in dangerous]
-            extra = list((Counter(t_danger) - Counter(n for n in sn if n in dangerous)).elements()) if t_danger else []
+            extra = surplus(t_danger, [n for n in sn if n in dangerous]) if t_danger else []
             s_parts.append(1.0)
             t_parts.append(0.0 if extra else 1.0)
             danger: dict[str, Any] = {"extra": extra}

@@ -260,17 +260,7 @@ class ToolArguments(Evaluator):
         if self.against == "expected":
             grade = self._grade_expected
         elif pair.single_shot and self.matching == "greedy":
-            if pair.source_calls and pair.same_calls:
-                # Every source call matched to its twin with equal arguments: all fields 1.0.
-                return [fast_record({
-                    "example_id": example.id, "evaluator": self.type_name, "name": self.name, "side": None,
-                    "source_score": 1.0, "target_score": 1.0, "skipped": False, "labels": [],
-                    "metadata": {"against": self.against, "fields": [], "tools": []},
-                })]
-            matches = pair.matches
-
-            def grade(example: Example, source: ToolTrace, target: ToolTrace, k: int) -> dict[str, Any]:
-                return self._grade_drift(example, source, target, k, matches)
+            return [self._score_drift_single_shot(pair)]
         else:
             grade = self._grade_drift
         rounds = replayed_rounds(source, target)
@@ -308,6 +298,55 @@ class ToolArguments(Evaluator):
                 metadata=metadata,
             )
         ]
+
+    def _score_drift_single_shot(self, pair: Pair) -> ScoreRecord:
+        """``score`` against the source with greedy matching on a single-shot pair (the common case).
+
+        ``_grade_drift`` of round 1 and its assembly into one record, on the pair's shared
+        greedy matching; a target repeating the source's calls scores 1.0 with nothing to report.
+        """
+        example = pair.example
+        reference = pair.source_calls
+        if not reference:
+            return self.record(example, source_score=1.0, target_score=1.0, skipped=True, metadata={
+                "against": self.against, "skipped": True,
+                "reason": "the source made no tool calls to compare arguments with"})
+        if pair.same_calls:
+            # Every source call matched to its twin with equal arguments: every field scores 1.0.
+            return fast_record({
+                "example_id": example.id, "evaluator": self.type_name, "name": self.name, "side": None,
+                "source_score": 1.0, "target_score": 1.0, "skipped": False, "labels": [],
+                "metadata": {"against": self.against, "fields": [], "tools": []},
+            })
+        matches = pair.matches
+        if all(j is None for j in matches):
+            # Seed 001: the evaluator scores a regression when the target reuses none of the
+            # source's tool names; tool_selection is where to triage it.
+            names = list(dict.fromkeys(c.tool_name for c in reference))
+            return self.record(example, source_score=1.0, target_score=0.0, labels=["TOOL_SELECTION_DRIFT"],
+                               metadata={"against": self.against, "fields": [], "tools": list(names),
+                                         "reason": NO_MATCHED_CALLS, "missing_calls": names})
+        actual = pair.target_calls
+        fields: list[dict[str, Any]] = []
+        tools: list[str] = []
+        missing: list[str] = []
+        total = 0.0
+        for call, j in zip(reference, matches):
+            if j is None:
+                missing.append(call.tool_name)
+                tools.append(call.tool_name)
+                continue
+            s, drifted = self.score_call(call.tool_name, call.arguments, actual[j].arguments)
+            total += s
+            if drifted:
+                fields.extend(self._field_entries(call.tool_name, drifted, None))
+                tools.append(call.tool_name)
+        labels = (["ARGUMENT_VALUE_DRIFT"] if fields else []) + (["TOOL_SELECTION_DRIFT"] if missing else [])
+        metadata: dict[str, Any] = {"against": self.against, "fields": fields, "tools": list(dict.fromkeys(tools))}
+        if missing:
+            metadata["missing_calls"] = missing
+        return self.record(example, source_score=1.0, target_score=total / len(reference), labels=labels,
+                           metadata=metadata)
 
     def _field_entries(
         self, tool: str, fields: list[tuple[str, Any, Any, float]], k: int | None

@@ -6,7 +6,6 @@ Call-count drift within ``call_count_tolerance``, parallelism match, ``expected_
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 from .._models import Example, ToolTrace
@@ -19,6 +18,7 @@ from ._base import (
     is_number,
     replayed_rounds,
     round_calls,
+    surplus,
 )
 
 REFUSAL_MIN_SEVERITY = "high"
@@ -102,7 +102,7 @@ class ToolTraceStructure(Evaluator):
             if failed:
                 labels.append("TOOL_TRACE_STRUCTURE_DRIFT")
                 sn, tn = call_names(src), call_names(tgt)
-                diff = list(((Counter(sn) - Counter(tn)) + (Counter(tn) - Counter(sn))).elements())
+                diff = surplus(sn, tn) + surplus(tn, sn)
                 tools.extend(diff or sn[:1] or tn[:1])
             per_round.append({"round": k, "source_call_count": ns, "target_call_count": nt,
                               "source_parallel": ns > 1, "target_parallel": nt > 1,
@@ -157,7 +157,7 @@ class ToolTraceStructure(Evaluator):
             t_ones += 1
         if failed:
             sn, tn = pair.source_names, pair.target_names
-            diff = list(((Counter(sn) - Counter(tn)) + (Counter(tn) - Counter(sn))).elements())
+            diff = surplus(sn, tn) + surplus(tn, sn)
             tools = list(dict.fromkeys(diff or sn[:1] or tn[:1]))
             labels = ["TOOL_TRACE_STRUCTURE_DRIFT"]
         else:
