@@ -287,6 +287,30 @@ def test_streamed_automatic_function_calling_records_every_execution(tmp_path, s
     assert len({s["traceId"] for s in everything}) == 1
 
 
+def test_aio_streamed_automatic_function_calling_records_every_execution(capture_dir, spans, sim):
+    ran: list = []
+
+    def get_weather(location: str) -> dict:
+        """Current weather for a city."""
+        ran.append(location)
+        return {"condition": "foggy"}
+
+    client = _client(sim)
+
+    async def main() -> list:
+        stream = await client.aio.models.generate_content_stream(
+            model=MODEL, contents="What is the weather in Oslo?", config=types.GenerateContentConfig(tools=[get_weather])
+        )
+        return [c async for c in stream]
+
+    asyncio.run(main())
+    everything = spans()
+    tools = _by_operation(everything, "execute_tool")
+    assert ran == ["Oslo"]
+    assert [t["attrs"]["gen_ai.tool.call.arguments"] for t in tools] == [{"location": "Oslo"}]
+    assert len({s["traceId"] for s in everything}) == 1
+
+
 def test_disabled_automatic_function_calling_leaves_the_config_alone(capture_dir, spans, sim):
     def get_weather(location: str) -> dict:
         """Current weather for a city."""
