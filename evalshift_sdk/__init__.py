@@ -114,6 +114,7 @@ def _build_runtime(
         otlp_http_exporter,
     )
     from ._runtime import Runtime
+    from ._spans import CaptureSpan
 
     toolsets = ToolsetStore()
     files = JsonLinesSpanExporter(directory, toolsets, max_bytes=max_file_bytes or DEFAULT_MAX_BYTES)
@@ -128,9 +129,7 @@ def _build_runtime(
         exporter, schedule_delay_millis=1000, max_queue_size=16384, max_export_batch_size=1024
     )
     provider.add_span_processor(processor)
-    tracer = provider.get_tracer(A.SCOPE_NAME, __version__)
     return Runtime(
-        tracer=tracer,
         provider=provider,
         exporter=exporter,
         toolsets=toolsets,
@@ -139,6 +138,7 @@ def _build_runtime(
         processor=processor,
         resource=resource,
         scope=InstrumentationScope(A.SCOPE_NAME, __version__),
+        span_type=CaptureSpan,
     )
 
 

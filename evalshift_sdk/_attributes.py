@@ -37,6 +37,9 @@ STREAMED = "evalshift.streamed"
 STREAM_INCOMPLETE = "evalshift.stream_incomplete"
 LATENCY_MS = "evalshift.latency_ms"
 IMPLICIT_TURN = "evalshift.implicit_turn"
+# Never exported: a model call's pending conversions, resolved into the attributes above on
+# the export thread (see ``instrumentation._genai.Deferred``).
+DEFERRED = "evalshift.internal.deferred"
 
 OP_CHAT = "chat"
 OP_EXECUTE_TOOL = "execute_tool"

@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from . import _attributes as A
+from ._guard import capture_internal_exceptions
 from ._toolsets import canonical_json, ref_filename
 
 logger = logging.getLogger("evalshift_sdk")
@@ -28,6 +29,11 @@ DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
 
 def _any_value(value: Any) -> dict[str, Any]:
+    kind = type(value)  # exact types first: nearly every value is a plain str
+    if kind is str:
+        return {"stringValue": value}
+    if kind is int:
+        return {"intValue": str(value)}
     if isinstance(value, bool):
         return {"boolValue": value}
     if isinstance(value, int):
@@ -242,6 +248,22 @@ def _with_attributes(span: ReadableSpan, attributes: dict[str, Any]) -> Readable
     )
 
 
+def _resolve_deferred(spans: Sequence[ReadableSpan]) -> None:
+    """Finish each model call's bookkeeping that was left for this thread (its messages,
+    toolset and response as attribute values), before the redact hook or any exporter."""
+    for span in spans:
+        attrs = span.attributes
+        deferred = attrs.get(A.DEFERRED) if attrs else None
+        if deferred is None:
+            continue
+        try:
+            with capture_internal_exceptions("export.resolve"):
+                deferred.resolve()
+        finally:
+            # Never export the pending object itself, whatever resolve() did.
+            deferred.attributes.pop(A.DEFERRED, None)
+
+
 class CaptureExporter(SpanExporter):
     """What the BatchSpanProcessor hands finished spans to, on its worker thread: the
     ``redact`` hook first, then the capture files and, optionally, an OTLP/HTTP Collector.
@@ -280,6 +302,7 @@ class CaptureExporter(SpanExporter):
         return out
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        _resolve_deferred(spans)
         kept = self._redacted(spans)
         if kept is None:
             return SpanExportResult.FAILURE

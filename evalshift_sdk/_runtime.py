@@ -16,8 +16,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from opentelemetry.context import Context
-
 from . import _attributes as A
 from ._guard import capture_internal_exceptions
 from ._jsonsafe import dumps
@@ -27,16 +25,18 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @dataclass
 class Runtime:
-    tracer: Any
     provider: Any
     exporter: Any
     toolsets: Any
     capture_dir: str
     sample_rate: float = 1.0
     processor: Any = None
-    """The batch processor model-call spans are handed to directly (see ``_genai.ModelSpan``)."""
+    """The batch processor our spans are handed to directly (see ``_spans.CaptureSpan``)."""
     resource: Any = None
     scope: Any = None
+    span_type: Any = None
+    """``_spans.CaptureSpan``, given by ``init()`` so that importing the SDK never loads
+    OpenTelemetry's SDK."""
 
 
 _runtime: Runtime | None = None
@@ -65,19 +65,34 @@ class TurnState:
     """What one agent turn keeps while it is open; dropped when the turn ends."""
 
     span: Any
-    context: Any
     sampled: bool
     requested: list[RequestedCall] = field(default_factory=list)
+    # Responses whose tool calls are read only when an execution needs to link to them
+    # (``_genai.Outcome``): a turn that runs no ``@tool`` never extracts them on its thread.
+    pending: list[Any] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add_requested(self, calls: list[dict[str, Any]]) -> None:
         with self.lock:
+            self._drain()
             for c in calls:
+                self.requested.append(RequestedCall(c.get("call_id"), c["tool_name"], c.get("arguments")))
+
+    def add_pending(self, outcome: Any) -> None:
+        with self.lock:
+            self.pending.append(outcome)
+
+    def _drain(self) -> None:
+        # In request order: pending responses came before any call added after them.
+        pending, self.pending = self.pending, []
+        for outcome in pending:
+            for c in outcome.tool_calls():
                 self.requested.append(RequestedCall(c.get("call_id"), c["tool_name"], c.get("arguments")))
 
     def link(self, name: str, arguments: Any, call_id: str | None) -> str | None:
         """Claim the requested call this execution answers: by id, else by name and arguments."""
         with self.lock:
+            self._drain()
             if call_id is not None:
                 for rc in self.requested:
                     if rc.call_id == call_id:
@@ -121,11 +136,8 @@ def turn(
     state: TurnState | None = None
     with capture_internal_exceptions("turn.start"):
         if rt is not None:
-            from opentelemetry import trace
-
             sampled = rt.sample_rate >= 1.0 or random.random() < rt.sample_rate
             span = None
-            ctx = None
             if sampled:
                 attrs: dict[str, Any] = {A.OPERATION: A.OP_INVOKE_AGENT}
                 if prompt_id is not None:
@@ -140,9 +152,8 @@ def turn(
                 name = f"invoke_agent {prompt_id}" if prompt_id else "invoke_agent"
                 # A new trace per turn, never a child of the host's current span: ingest groups
                 # by trace, and two turns inside one host request must stay two captures.
-                span = rt.tracer.start_span(name, context=Context(), attributes=attrs)
-                ctx = trace.set_span_in_context(span)
-            state = TurnState(span=span, context=ctx, sampled=sampled)
+                span = rt.span_type(rt, name, None, attrs)
+            state = TurnState(span=span, sampled=sampled)
     token = _current_turn.set(state) if state is not None else None
     try:
         yield
@@ -164,6 +175,7 @@ def turn(
             if state is not None and state.span is not None:
                 state.span.end()
                 state.requested.clear()
+                state.pending.clear()
 
 
 def _mark_error(span: Any, exc: BaseException) -> None:
@@ -213,9 +225,7 @@ def _tool_span(
     }
     if linked is not None:
         attrs[A.TOOL_CALL_ID] = str(linked)
-    span = rt.tracer.start_span(
-        f"execute_tool {name}", context=state.context if state else Context(), attributes=attrs
-    )
+    span = rt.span_type(rt, f"execute_tool {name}", state.span.context if state else None, attrs)
     return span, state, linked
 
 

@@ -16,13 +16,13 @@ from typing import Any
 
 import orjson
 import wrapt
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from .. import _attributes as A
 from .._guard import capture_internal_exceptions
 from .._jsonsafe import dumps
 from .._runtime import current_turn, get_runtime
+from .._spans import CaptureSpan
 from .._toolsets import normalise_toolset, toolset_ref
 
 _SENTINEL_NAMES = frozenset({"Omit", "NotGiven", "_NotGiven", "_Omit", "NotGivenOr"})
@@ -117,75 +117,164 @@ def toolset_of(tools: list[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], st
     return entry
 
 
-_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
-_UNSET = Status(StatusCode.UNSET)
+def snapshot(value: Any) -> list[Any] | None:
+    """A shallow copy of a request's list (messages, tools), taken on the caller's thread so
+    the host may append to its own list right after the call.
+
+    None when there is nothing to copy, and for a one-shot iterator: that is the host's to
+    consume, and reading it here would send the provider an empty list.
+    """
+    if value is None or is_sentinel(value) or isinstance(value, (str, bytes)):
+        return None
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    try:
+        if iter(value) is value:
+            return None
+    except TypeError:
+        return None
+    return list(value)
 
 
-class ModelSpan:
-    """A model call's span, built into a ``ReadableSpan`` when it ends and handed straight to
-    our batch processor.
+class Outcome:
+    """A response's fields (the keyword arguments of :meth:`ModelCall.finish`), extracted
+    once, by whichever thread needs them first: the exporter, or a tool execution linking
+    to the calls its turn requested."""
 
-    The SDK's own ``Span`` (sampler, locks, attribute cleaning on every set) was over half of
-    a model call's bookkeeping; every value we set is already a valid attribute value, and
-    the turn decided sampling. Turn and tool spans stay ordinary SDK spans.
+    __slots__ = ("response", "extract", "_fields")
+
+    def __init__(self, response: Any, extract: Callable[[Any], dict[str, Any]]) -> None:
+        self.response = response
+        self.extract = extract
+        self._fields: dict[str, Any] | None = None
+
+    def fields(self) -> dict[str, Any]:
+        fields = self._fields
+        if fields is None:
+            # Two threads may both extract; both get equal values and one assignment wins.
+            fields = self._fields = self.extract(self.response)
+        return fields
+
+    def tool_calls(self) -> list[dict[str, Any]]:
+        return self.fields().get("tool_calls") or []
+
+
+class Deferred:
+    """The part of a model call's bookkeeping that runs on the export thread.
+
+    The caller's thread keeps references (shallow copies of the request's lists, the response
+    object) and timestamps; converting them to GenAI semconv messages, normalising and hashing
+    the toolset and JSON-encoding every structured attribute happen when the batch is
+    exported. Measured between the host's own client work, that conversion costs about 2.5x
+    what it does in a tight loop (a cold cache), so on the caller's thread it was most of
+    our cost per call; the exporter pays it in batches, once, off the host's path.
+
+    It travels inside the span's attributes under ``A.DEFERRED`` and :meth:`resolve` replaces
+    it with the attributes it stands for; each half is guarded, so a fault in one still
+    exports the span with the rest.
     """
 
-    __slots__ = ("rt", "name", "context", "parent", "attributes", "status", "start_time")
+    __slots__ = ("rt", "attributes", "request", "response", "latency_s")
 
-    def __init__(self, rt: Any, name: str, parent: SpanContext | None, attributes: dict[str, Any]) -> None:
-        trace_id = parent.trace_id if parent is not None else _nonzero_bits(128)
+    def __init__(self, rt: Any, attributes: dict[str, Any], request: Any) -> None:
         self.rt = rt
-        self.name = name
-        self.context = SpanContext(trace_id, _nonzero_bits(64), is_remote=False, trace_flags=_SAMPLED)
-        self.parent = parent
         self.attributes = attributes
-        self.status = _UNSET
-        self.start_time = time.time_ns()
+        self.request = request
+        self.response: dict[str, Any] | Outcome | None = None
+        self.latency_s: float | None = None
 
-    def set_attribute(self, key: str, value: Any) -> None:
-        self.attributes[key] = value
-
-    def set_attributes(self, attributes: Mapping[str, Any]) -> None:
-        self.attributes.update(attributes)
-
-    def set_status(self, status: Status) -> None:
-        self.status = status
-
-    def end(self) -> None:
-        self.rt.processor.on_end(
-            ReadableSpan(
-                name=self.name,
-                context=self.context,
-                parent=self.parent,
-                resource=self.rt.resource,
-                attributes=self.attributes,
-                kind=SpanKind.CLIENT,
-                status=self.status,
-                start_time=self.start_time,
-                end_time=time.time_ns(),
-                instrumentation_scope=self.rt.scope,
-            )
-        )
+    def resolve(self) -> None:
+        attrs = self.attributes
+        attrs.pop(A.DEFERRED, None)
+        if self.latency_s is not None:
+            attrs[A.LATENCY_MS] = round(self.latency_s * 1000.0, 3)
+        with capture_internal_exceptions("export.request"):
+            request = self.request() if callable(self.request) else self.request
+            attrs.update(_request_attributes(self.rt, **request))
+        if self.response is not None:
+            with capture_internal_exceptions("export.response"):
+                response = self.response
+                fields = response.fields() if isinstance(response, Outcome) else response
+                attrs.update(_response_attributes(**fields))
+        self.request = self.response = None  # nothing of the host's outlives the export
 
 
-def _nonzero_bits(n: int) -> int:
-    # The global generator is reseeded in a forked child, so a worker's ids never repeat ours.
-    value = random.getrandbits(n)
-    while value == 0:
-        value = random.getrandbits(n)
-    return value
+def _request_attributes(
+    rt: Any,
+    *,
+    input_messages: list[dict[str, Any]] | None = None,
+    system_instructions: list[dict[str, Any]] | None = None,
+    tools: Iterable[Mapping[str, Any]] | None = None,
+    generation_config: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    attrs: dict[str, Any] = {}
+    if input_messages is not None:
+        attrs[A.INPUT_MESSAGES] = dumps(input_messages)
+    if system_instructions:
+        attrs[A.SYSTEM_INSTRUCTIONS] = dumps(system_instructions)
+    if tools is not None:
+        normalised, ref = toolset_of(list(tools))
+        rt.toolsets.offer(ref, normalised)
+        attrs[A.TOOLSET_REF] = ref
+    if generation_config:
+        attrs[A.GENERATION_CONFIG] = dumps(dict(generation_config))
+    return attrs
+
+
+def _response_attributes(
+    *,
+    text: str | None,
+    tool_calls: list[dict[str, Any]],
+    refusal: str | None = None,
+    finish_reasons: list[str] | None = None,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    response_model: str | None = None,
+    response_id: str | None = None,
+    incomplete: bool = False,
+) -> dict[str, Any]:
+    attrs: dict[str, Any] = {A.REQUESTED_TOOL_CALLS: dumps(tool_calls)}
+    if response_model:
+        attrs[A.RESPONSE_MODEL] = str(response_model)
+    if response_id:
+        attrs[A.RESPONSE_ID] = str(response_id)
+    if finish_reasons:
+        attrs[A.FINISH_REASONS] = [str(r) for r in finish_reasons]
+    if input_tokens is not None:
+        attrs[A.INPUT_TOKENS] = int(input_tokens)
+    if output_tokens is not None:
+        attrs[A.OUTPUT_TOKENS] = int(output_tokens)
+    if text:
+        attrs[A.OUTPUT_TEXT] = text
+    if refusal:
+        attrs[A.REFUSAL] = refusal
+    if incomplete:
+        attrs[A.STREAM_INCOMPLETE] = True
+    parts: list[dict[str, Any]] = []
+    if text:
+        parts.append(text_part(text))
+    if refusal:
+        parts.append({"type": "refusal", "content": refusal})
+    for call in tool_calls:
+        parts.append(tool_call_part(call.get("call_id"), call["tool_name"], call.get("arguments")))
+    message: dict[str, Any] = {"role": "assistant", "parts": parts}
+    if finish_reasons:
+        message["finish_reason"] = finish_reasons[0]
+    attrs[A.OUTPUT_MESSAGES] = dumps([message])
+    return attrs
 
 
 class ModelCall:
     """One model call in flight: its span, the turn it belongs to and its start time."""
 
-    __slots__ = ("span", "turn", "t0", "ended")
+    __slots__ = ("span", "turn", "t0", "ended", "deferred")
 
-    def __init__(self, span: Any, turn: Any, t0: float) -> None:
+    def __init__(self, span: Any, turn: Any, t0: float, deferred: Deferred) -> None:
         self.span = span
         self.turn = turn
         self.t0 = t0
         self.ended = False
+        self.deferred = deferred
 
     @classmethod
     def start(
@@ -193,12 +282,19 @@ class ModelCall:
         *,
         provider: str,
         model: Any,
-        input_messages: list[dict[str, Any]] | None,
-        tools: Iterable[Mapping[str, Any]] | None,
-        generation_config: Mapping[str, Any] | None,
+        input_messages: list[dict[str, Any]] | None = None,
+        tools: Iterable[Mapping[str, Any]] | None = None,
+        generation_config: Mapping[str, Any] | None = None,
         system_instructions: list[dict[str, Any]] | None = None,
         streamed: bool = False,
+        request: Callable[[], dict[str, Any]] | None = None,
     ) -> ModelCall | None:
+        """Open a model call's span.
+
+        ``request`` returns the request's ``input_messages``, ``system_instructions``,
+        ``tools`` and ``generation_config`` from references the caller snapshotted; it runs
+        on the export thread. Without it, those are given already converted.
+        """
         rt = get_runtime()
         if rt is None:
             return None
@@ -211,16 +307,6 @@ class ModelCall:
         attrs: dict[str, Any] = {A.OPERATION: A.OP_CHAT, A.PROVIDER: provider}
         if model is not None:
             attrs[A.REQUEST_MODEL] = str(model)
-        if input_messages is not None:
-            attrs[A.INPUT_MESSAGES] = dumps(input_messages)
-        if system_instructions:
-            attrs[A.SYSTEM_INSTRUCTIONS] = dumps(system_instructions)
-        if tools is not None:
-            normalised, ref = toolset_of(list(tools))
-            rt.toolsets.offer(ref, normalised)
-            attrs[A.TOOLSET_REF] = ref
-        if generation_config:
-            attrs[A.GENERATION_CONFIG] = dumps(dict(generation_config))
         if streamed:
             attrs[A.STREAMED] = True
         parent = None
@@ -229,66 +315,45 @@ class ModelCall:
         else:
             # A call outside any turn is a turn of its own; never a child of the host's spans.
             attrs[A.IMPLICIT_TURN] = True
+        if request is None:
+            request = {
+                "input_messages": input_messages,
+                "system_instructions": system_instructions,
+                "tools": tools,
+                "generation_config": generation_config,
+            }
+        deferred = attrs[A.DEFERRED] = Deferred(rt, attrs, request)
         name = f"chat {model}" if model else "chat"
-        span = ModelSpan(rt, name, parent, attrs)
-        return cls(span, turn, time.perf_counter())
+        return cls(CaptureSpan(rt, name, parent, attrs, SpanKind.CLIENT), turn, time.perf_counter(), deferred)
 
-    def finish(
-        self,
-        *,
-        text: str | None,
-        tool_calls: list[dict[str, Any]],
-        refusal: str | None = None,
-        finish_reasons: list[str] | None = None,
-        input_tokens: int | None = None,
-        output_tokens: int | None = None,
-        response_model: str | None = None,
-        response_id: str | None = None,
-        incomplete: bool = False,
-    ) -> None:
-        """Record the response; ``tool_calls`` are ``{call_id, tool_name, arguments}`` dicts."""
+    def finish(self, **fields: Any) -> None:
+        """Record the response: the keyword arguments of :func:`_response_attributes`, where
+        ``tool_calls`` are ``{call_id, tool_name, arguments}`` dicts."""
         if self.ended:
             return
         self.ended = True
-        span = self.span
         try:
-            attrs: dict[str, Any] = {
-                A.LATENCY_MS: round((time.perf_counter() - self.t0) * 1000.0, 3),
-                A.REQUESTED_TOOL_CALLS: dumps(tool_calls),
-            }
-            if response_model:
-                attrs[A.RESPONSE_MODEL] = str(response_model)
-            if response_id:
-                attrs[A.RESPONSE_ID] = str(response_id)
-            if finish_reasons:
-                attrs[A.FINISH_REASONS] = [str(r) for r in finish_reasons]
-            if input_tokens is not None:
-                attrs[A.INPUT_TOKENS] = int(input_tokens)
-            if output_tokens is not None:
-                attrs[A.OUTPUT_TOKENS] = int(output_tokens)
-            if text:
-                attrs[A.OUTPUT_TEXT] = text
-            if refusal:
-                attrs[A.REFUSAL] = refusal
-            if incomplete:
-                attrs[A.STREAM_INCOMPLETE] = True
-            parts: list[dict[str, Any]] = []
-            if text:
-                parts.append(text_part(text))
-            if refusal:
-                parts.append({"type": "refusal", "content": refusal})
-            for call in tool_calls:
-                parts.append(tool_call_part(call.get("call_id"), call["tool_name"], call.get("arguments")))
-            message: dict[str, Any] = {"role": "assistant", "parts": parts}
-            if finish_reasons:
-                message["finish_reason"] = finish_reasons[0]
-            attrs[A.OUTPUT_MESSAGES] = dumps([message])
-            span.set_attributes(attrs)
-            if self.turn is not None and tool_calls:
-                self.turn.add_requested(tool_calls)
+            self.deferred.latency_s = time.perf_counter() - self.t0
+            self.deferred.response = fields
+            if self.turn is not None and fields.get("tool_calls"):
+                self.turn.add_requested(fields["tool_calls"])
         finally:
             # Whatever the extraction did, the span ends once: an open span would leak.
-            span.end()
+            self.span.end()
+
+    def finish_later(self, response: Any, extract: Callable[[Any], dict[str, Any]]) -> None:
+        """Record a complete response object whose fields ``extract`` reads off the caller's
+        thread: on the export thread, or when a tool execution in the turn links to it."""
+        if self.ended:
+            return
+        self.ended = True
+        try:
+            self.deferred.latency_s = time.perf_counter() - self.t0
+            outcome = self.deferred.response = Outcome(response, extract)
+            if self.turn is not None:
+                self.turn.add_pending(outcome)
+        finally:
+            self.span.end()
 
     def fail(self, exc: BaseException) -> None:
         """Record the host's exception (span status and error type); the host still gets it."""
@@ -296,7 +361,7 @@ class ModelCall:
             return
         self.ended = True
         try:
-            self.span.set_attribute(A.LATENCY_MS, round((time.perf_counter() - self.t0) * 1000.0, 3))
+            self.deferred.latency_s = time.perf_counter() - self.t0
             self.span.set_attribute(A.ERROR_TYPE, type(exc).__qualname__)
             self.span.set_status(Status(StatusCode.ERROR, str(exc)[:500]))
         finally:
@@ -470,6 +535,28 @@ Start = Callable[[tuple[Any, ...], dict[str, Any]], "ModelCall | None"]
 Finish = Callable[[ModelCall, Any], None]
 
 
+class _Guards:
+    """The four guards around one call site, made once per site rather than per call."""
+
+    __slots__ = ("request", "error", "response", "end")
+
+    def __init__(self, site: str) -> None:
+        self.request = capture_internal_exceptions(site + ".request")
+        self.error = capture_internal_exceptions(site + ".error")
+        self.response = capture_internal_exceptions(site + ".response")
+        self.end = capture_internal_exceptions(site + ".end")
+
+
+_guards: dict[str, _Guards] = {}
+
+
+def _guards_for(site: str) -> _Guards:
+    guards = _guards.get(site)
+    if guards is None:
+        guards = _guards[site] = _Guards(site)
+    return guards
+
+
 def observe_sync(
     site: str,
     wrapped: Callable[..., Any],
@@ -485,17 +572,18 @@ def observe_sync(
     bare. With ``accumulator`` the result is a stream and comes back proxied.
     """
     call: ModelCall | None = None
-    with capture_internal_exceptions(site + ".request"):
+    guards = _guards_for(site)
+    with guards.request:
         call = start(args, kwargs)
     if call is None:
         return wrapped(*args, **kwargs)
     try:
         result = wrapped(*args, **kwargs)
     except BaseException as exc:
-        with capture_internal_exceptions(site + ".error"):
+        with guards.error:
             call.fail(exc)
         raise
-    return _respond(site, call, result, finish, accumulator, SyncStreamProxy)
+    return _respond(guards, call, result, finish, accumulator, SyncStreamProxy)
 
 
 async def observe_async(
@@ -509,21 +597,22 @@ async def observe_async(
 ) -> Any:
     """The async twin of :func:`observe_sync`."""
     call: ModelCall | None = None
-    with capture_internal_exceptions(site + ".request"):
+    guards = _guards_for(site)
+    with guards.request:
         call = start(args, kwargs)
     if call is None:
         return await wrapped(*args, **kwargs)
     try:
         result = await wrapped(*args, **kwargs)
     except BaseException as exc:
-        with capture_internal_exceptions(site + ".error"):
+        with guards.error:
             call.fail(exc)
         raise
-    return _respond(site, call, result, finish, accumulator, AsyncStreamProxy)
+    return _respond(guards, call, result, finish, accumulator, AsyncStreamProxy)
 
 
 def _respond(
-    site: str,
+    guards: _Guards,
     call: ModelCall,
     result: Any,
     finish: Finish,
@@ -532,7 +621,7 @@ def _respond(
 ) -> Any:
     out = result
     try:
-        with capture_internal_exceptions(site + ".response"):
+        with guards.response:
             if accumulator is not None:
                 acc = accumulator()
                 acc.stream = result
@@ -541,6 +630,6 @@ def _respond(
                 finish(call, result)
     finally:
         if out is result:
-            with capture_internal_exceptions(site + ".end"):
+            with guards.end:
                 call.abandon()  # a no-op when finish already ended it
     return out

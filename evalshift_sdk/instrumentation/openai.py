@@ -21,6 +21,7 @@ from ._genai import (
     observe_async,
     observe_sync,
     parse_arguments,
+    snapshot,
     text_part,
     tool_call_part,
     tool_response_part,
@@ -154,39 +155,55 @@ def _raw_mode(kwargs: Mapping[str, Any]) -> str | None:
 
 
 def _start_chat(args: Any, kwargs: Mapping[str, Any]) -> ModelCall | None:
-    messages, system = messages_to_semconv(given(kwargs, "messages"))
-    tools, builtin = _function_tools(given(kwargs, "tools"))
-    legacy = given(kwargs, "functions")
-    if tools is None and legacy is not None:
-        tools = [as_mapping(f) for f in legacy]
-    config = generation_config_of(kwargs)
-    if builtin:
-        config["builtin_tools"] = builtin
+    # References only; the conversion runs on the export thread (see ``_genai.Deferred``).
+    request = dict(kwargs)
+    messages = snapshot(kwargs.get("messages"))
+    offered = snapshot(kwargs.get("tools"))
+    legacy = snapshot(kwargs.get("functions"))
+
+    def describe() -> dict[str, Any]:
+        converted, system = messages_to_semconv(messages)
+        tools, builtin = _function_tools(offered)
+        if tools is None and legacy is not None:
+            tools = [as_mapping(f) for f in legacy]
+        config = generation_config_of(request)
+        if builtin:
+            config["builtin_tools"] = builtin
+        return {
+            "input_messages": converted if messages is not None else None,
+            "system_instructions": system,
+            "tools": tools,
+            "generation_config": config,
+        }
+
     return ModelCall.start(
-        provider=PROVIDER,
-        model=given(kwargs, "model"),
-        input_messages=messages,
-        system_instructions=system,
-        tools=tools,
-        generation_config=config,
-        streamed=kwargs.get("stream") is True,
+        provider=PROVIDER, model=given(kwargs, "model"), streamed=kwargs.get("stream") is True, request=describe
     )
 
 
 def _start_responses(args: Any, kwargs: Mapping[str, Any]) -> ModelCall | None:
-    tools, builtin = _function_tools(given(kwargs, "tools"))
-    config = generation_config_of(kwargs)
-    if builtin:
-        config["builtin_tools"] = builtin
-    instructions = given(kwargs, "instructions")
+    request = dict(kwargs)
+    given_input = items = given(kwargs, "input")
+    if not isinstance(items, str):
+        items = snapshot(items)
+    one_shot = given_input is not None and items is None  # an iterator: the host's to consume
+    offered = snapshot(kwargs.get("tools"))
+
+    def describe() -> dict[str, Any]:
+        tools, builtin = _function_tools(offered)
+        config = generation_config_of(request)
+        if builtin:
+            config["builtin_tools"] = builtin
+        instructions = given(request, "instructions")
+        return {
+            "input_messages": None if one_shot else responses_input_to_semconv(items),
+            "system_instructions": [text_part(str(instructions))] if instructions else None,
+            "tools": tools,
+            "generation_config": config,
+        }
+
     return ModelCall.start(
-        provider=PROVIDER,
-        model=given(kwargs, "model"),
-        input_messages=responses_input_to_semconv(given(kwargs, "input")),
-        system_instructions=[text_part(str(instructions))] if instructions else None,
-        tools=tools,
-        generation_config=config,
-        streamed=kwargs.get("stream") is True,
+        provider=PROVIDER, model=given(kwargs, "model"), streamed=kwargs.get("stream") is True, request=describe
     )
 
 
@@ -269,11 +286,13 @@ def responses_finish_kwargs(response: Any) -> dict[str, Any]:
 
 def _finisher(extract: Any) -> Any:
     def finish(call: ModelCall, response: Any) -> None:
+        # A raw response is parsed here, on the host's thread, as the host's own parse()
+        # would; its fields, like a plain response's, are read on the export thread.
         body = _unwrap_raw(response)
         if body is None:
             call.abandon()
             return
-        call.finish(**extract(body))
+        call.finish_later(body, extract)
 
     return finish
 
