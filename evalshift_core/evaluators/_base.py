@@ -145,7 +145,7 @@ class Pair:
     """
 
     __slots__ = ("example", "source", "target", "timelines", "single_shot", "source_calls", "target_calls",
-                 "source_names", "target_names", "_same_calls", "_matches")
+                 "source_names", "target_names", "_same_calls", "_matches", "_arguments_equal")
 
     def __init__(
         self,
@@ -167,17 +167,7 @@ class Pair:
         self.target_names: tuple[str, ...] = tuple([c.tool_name for c in self.target_calls])
         self._same_calls: bool | None = None
         self._matches: list[int | None] | None = None
-
-    @property
-    def same_calls(self) -> bool:
-        """The target made the source's calls: same names in the same order, JSON-equal arguments."""
-        same = self._same_calls
-        if same is None:
-            same = self.source_names == self.target_names and all(
-                json_equal(s.arguments, t.arguments) for s, t in zip(self.source_calls, self.target_calls)
-            )
-            self._same_calls = same
-        return same
+        self._arguments_equal: list[bool] | None = None
 
     @property
     def matches(self) -> list[int | None]:
@@ -187,8 +177,34 @@ class Pair:
         """
         matches = self._matches
         if matches is None:
-            matches = self._matches = match_calls_greedy(self.source_calls, self.target_calls)
+            if self.source_names == self.target_names:  # match_calls_greedy's own shortcut, on tuples
+                matches = self._matches = list(range(len(self.source_names)))
+            else:
+                matches = self._matches = match_calls_greedy(self.source_calls, self.target_calls)
         return matches
+
+    @property
+    def arguments_equal(self) -> list[bool]:
+        """Per source call: matched (:attr:`matches`) to a target call with JSON-equal arguments."""
+        equal = self._arguments_equal
+        if equal is None:
+            if self.source_names == self.target_names:  # every call matched to its twin
+                equal = [json_equal(s.arguments, t.arguments) for s, t in zip(self.source_calls, self.target_calls)]
+            else:
+                target_calls = self.target_calls
+                equal = [j is not None and json_equal(call.arguments, target_calls[j].arguments)
+                         for call, j in zip(self.source_calls, self.matches)]
+            self._arguments_equal = equal
+        return equal
+
+    @property
+    def same_calls(self) -> bool:
+        """The target made the source's calls: same names in the same order, JSON-equal arguments."""
+        same = self._same_calls
+        if same is None:
+            # Equal name sequences match every call to its twin (``match_calls_greedy``).
+            same = self._same_calls = self.source_names == self.target_names and all(self.arguments_equal)
+        return same
 
 
 def round_calls(trace: ToolTrace, k: int) -> list[ToolCall]:

@@ -184,23 +184,34 @@ def evaluate_run(
     event lists (``evalshift traces import``), which ``agent_trace`` scores.
     """
     built = build_evaluators(evaluators, providers=providers) if evaluators is None or isinstance(evaluators, Mapping) else _resolve(evaluators)
-    by_key = {(c.example_id, c.role): c for c in calls}
+    sources: dict[str, Call] = {}
+    targets: dict[str, Call] = {}
+    for c in calls:  # the last row of an (example, role) wins
+        if c.role == "source":
+            sources[c.example_id] = c
+        elif c.role == "target":
+            targets[c.example_id] = c
+    scorers = [ev.score_pair for ev in built]
     records: list[ScoreRecord] = []
+    extend = records.extend
     with _progress(len(examples), progress) as bar, _cyclic_gc_paused():
+        update = None if bar.disable else bar.update
         for example in examples:
-            bar.update(1)
-            src, tgt = by_key.get((example.id, "source")), by_key.get((example.id, "target"))
+            if update is not None:
+                update(1)
+            example_id = example.id
+            src, tgt = sources.get(example_id), targets.get(example_id)
             if src is None or tgt is None or src.error or tgt.error or src.trace is None or tgt.trace is None:
                 continue
             pair_timelines = None
             if timelines:
-                s_events = timelines.get((example.id, "source"))
-                t_events = timelines.get((example.id, "target"))
+                s_events = timelines.get((example_id, "source"))
+                t_events = timelines.get((example_id, "target"))
                 if s_events is not None or t_events is not None:
                     pair_timelines = (s_events or [], t_events or [])
             pair = Pair(example, src.trace, tgt.trace, pair_timelines)
-            for ev in built:
-                records.extend(ev.score_pair(pair))
+            for score_pair in scorers:
+                extend(score_pair(pair))
     return records
 
 

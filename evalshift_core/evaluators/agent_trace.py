@@ -112,11 +112,12 @@ class AgentTrace(Evaluator):
             tgt_calls: Sequence[Any] = timeline_calls(timelines[1])
             sn, tn = call_names(src_calls), call_names(tgt_calls)
             return [self._score_calls(pair.example, "imported", src_calls, tgt_calls, sn, tn,
-                                      match_calls_greedy(src_calls, tgt_calls))]
+                                      match_calls_greedy(src_calls, tgt_calls), None)]
         if pair.same_calls:
             return [self._score_same(pair)]
         return [self._score_calls(pair.example, "replay", pair.source_calls, pair.target_calls,
-                                  list(pair.source_names), list(pair.target_names), pair.matches)]
+                                  list(pair.source_names), list(pair.target_names), pair.matches,
+                                  pair.arguments_equal)]
 
     def _score_same(self, pair: Pair) -> ScoreRecord:
         """``_score_calls`` when the target repeated the source's calls: order and arguments are 1.0,
@@ -154,7 +155,9 @@ class AgentTrace(Evaluator):
         sn: list[str],
         tn: list[str],
         matches: list[int | None],
+        arguments_equal: list[bool] | None,
     ) -> ScoreRecord:
+        """Score one pair of call sequences; ``arguments_equal`` is the pair's, when known."""
         labels: list[str] = []
         tools: list[str] = []
         order = order_similarity(sn, tn)
@@ -165,28 +168,33 @@ class AgentTrace(Evaluator):
         fields: list[dict[str, Any]] = []
         if src_calls:
             total = 0.0
-            for call, j in zip(src_calls, matches):
+            for i, j in enumerate(matches):
                 if j is None:
                     continue
+                if arguments_equal is not None and arguments_equal[i]:
+                    total += 1.0  # what field_equality gives equal arguments
+                    continue
+                call = src_calls[i]
                 s, unequal = field_equality(call.arguments, tgt_calls[j].arguments)
                 total += s
-                for key in unequal:
+                if unequal:
                     ref = call.arguments if isinstance(call.arguments, dict) else {"(arguments)": call.arguments}
                     act = tgt_calls[j].arguments if isinstance(tgt_calls[j].arguments, dict) else {"(arguments)": tgt_calls[j].arguments}
-                    fields.append({"tool": call.tool_name, "field": key, "source": ref.get(key), "target": act.get(key),
-                                   "score": 0.0, "label": "ARGUMENT_VALUE_DRIFT"})
+                    for key in unequal:
+                        fields.append({"tool": call.tool_name, "field": key, "source": ref.get(key), "target": act.get(key),
+                                       "score": 0.0, "label": "ARGUMENT_VALUE_DRIFT"})
             arguments = total / len(src_calls)
         else:
             arguments = 1.0
         if fields:
             labels.append("ARGUMENT_VALUE_DRIFT")
-            tools.extend(f["tool"] for f in fields)
+            tools.extend([f["tool"] for f in fields])
         s_parts = [1.0, 1.0]
         t_parts = [order, arguments]
         metadata: dict[str, Any] = {"timeline": origin, "order_similarity": order, "argument_equality": arguments,
                                     "source_tools": sn, "target_tools": tn, "fields": fields}
-        if self.dangerous_tools:
-            dangerous = self.dangerous_tools
+        dangerous = self.dangerous_tools
+        if dangerous:
             t_danger = [n for n in tn if n in dangerous]
             extra = surplus(t_danger, [n for n in sn if n in dangerous]) if t_danger else []
             s_parts.append(1.0)
@@ -196,20 +204,19 @@ class AgentTrace(Evaluator):
                 labels.append("DANGEROUS_ACTION_DRIFT")
                 tools.extend(extra)
             if self.check_missing_verification:
-                s_unverified = unverified_dangerous(sn, self.dangerous_tools, self.verification_tools)
-                t_unverified = unverified_dangerous(tn, self.dangerous_tools, self.verification_tools)
+                s_unverified = unverified_dangerous(sn, dangerous, self.verification_tools)
+                t_unverified = unverified_dangerous(tn, dangerous, self.verification_tools)
                 s_parts.append(0.0 if s_unverified else 1.0)
                 t_parts.append(0.0 if t_unverified else 1.0)
-                danger.update({"source_unverified": s_unverified, "target_unverified": t_unverified})
+                danger["source_unverified"] = s_unverified
+                danger["target_unverified"] = t_unverified
                 if t_unverified:
                     labels.append("MISSING_VERIFICATION_STEP")
                     tools.extend(t_unverified)
             metadata["dangerous"] = danger
         metadata["tools"] = list(dict.fromkeys(tools))
-        return self.record(
-            example,
-            source_score=sum(s_parts) / len(s_parts),
-            target_score=sum(t_parts) / len(t_parts),
-            labels=list(dict.fromkeys(labels)),
-            metadata=metadata,
-        )
+        return fast_record({
+            "example_id": example.id, "evaluator": self.type_name, "name": self.name, "side": None,
+            "source_score": sum(s_parts) / len(s_parts), "target_score": sum(t_parts) / len(t_parts),
+            "skipped": False, "labels": list(dict.fromkeys(labels)), "metadata": metadata,
+        })

@@ -331,7 +331,10 @@ class ToolArguments(Evaluator):
         tools: list[str] = []
         missing: list[str] = []
         total = 0.0
-        for call, j in zip(reference, matches):
+        for call, j, equal in zip(reference, matches, pair.arguments_equal):
+            if equal:
+                total += 1.0  # what score_call gives equal arguments, under every strategy
+                continue
             if j is None:
                 missing.append(call.tool_name)
                 tools.append(call.tool_name)

@@ -7,6 +7,7 @@ the target against the source. Configure one ``mode:``, or ``conformance:`` and 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from .._models import Example, ToolTrace
@@ -26,17 +27,33 @@ GROUND_TRUTH_MODES = frozenset({"expected", "expected_set"})
 DIVERGENCE_MODES = frozenset({"exact", "set", "first"})
 
 
-def lcs_length(a: list[str], b: list[str]) -> int:
+def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
     """Length of the longest common subsequence of two name sequences."""
+    # A common prefix or suffix is part of some longest common subsequence: count it and run
+    # the quadratic table on what differs only (one dropped, added or moved call, mostly).
+    n = min(len(a), len(b))
+    lo = 0
+    while lo < n and a[lo] == b[lo]:
+        lo += 1
+    hi = 0
+    while hi < n - lo and a[-1 - hi] == b[-1 - hi]:
+        hi += 1
+    a = a[lo:len(a) - hi]
+    b = b[lo:len(b) - hi]
     if not a or not b:
-        return 0
+        return lo + hi
     prev = [0] * (len(b) + 1)
     for x in a:
         cur = [0]
-        for j, y in enumerate(b, start=1):
-            cur.append(prev[j - 1] + 1 if x == y else max(prev[j], cur[j - 1]))
+        left = 0  # cur[j - 1]
+        for j, y in enumerate(b):
+            if x == y:
+                left = prev[j] + 1
+            elif prev[j + 1] > left:
+                left = prev[j + 1]
+            cur.append(left)
         prev = cur
-    return prev[-1]
+    return lo + hi + prev[-1]
 
 
 def in_order_score(actual: list[str], expected: list[str]) -> float:
