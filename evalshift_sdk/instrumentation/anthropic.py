@@ -26,6 +26,7 @@ from ._genai import (
     observe_async,
     observe_sync,
     parse_arguments,
+    snapshot,
     text_part,
     tool_call_part,
     tool_response_part,
@@ -119,16 +120,23 @@ def _tool_param(tool: Any) -> Mapping[str, Any]:
 
 
 def _start_from(kwargs: Mapping[str, Any], streamed: bool) -> ModelCall | None:
-    tools = given(kwargs, "tools")
-    return ModelCall.start(
-        provider=PROVIDER,
-        model=given(kwargs, "model"),
-        input_messages=messages_to_semconv(given(kwargs, "messages")),
-        system_instructions=_system(given(kwargs, "system")),
-        tools=[_tool_param(t) for t in tools] if tools is not None else None,
-        generation_config=generation_config_of(kwargs),
-        streamed=streamed,
-    )
+    # References only; the conversion runs on the export thread (see ``_genai.Deferred``).
+    request = dict(kwargs)
+    messages = snapshot(kwargs.get("messages"))
+    tools = snapshot(kwargs.get("tools"))
+    system = given(kwargs, "system")
+    if system is not None and not isinstance(system, str):
+        system = snapshot(system)
+
+    def describe() -> dict[str, Any]:
+        return {
+            "input_messages": messages_to_semconv(messages) if messages is not None else None,
+            "system_instructions": _system(system),
+            "tools": [_tool_param(t) for t in tools] if tools is not None else None,
+            "generation_config": generation_config_of(request),
+        }
+
+    return ModelCall.start(provider=PROVIDER, model=given(kwargs, "model"), streamed=streamed, request=describe)
 
 
 def _start(args: Any, kwargs: Mapping[str, Any]) -> ModelCall | None:
@@ -171,7 +179,7 @@ def _finish(call: ModelCall, response: Any) -> None:
         if not hasattr(response, "content"):
             call.abandon()  # a raw stream: reading it would take it from the host
             return
-    call.finish(**finish_kwargs(response))
+    call.finish_later(response, finish_kwargs)
 
 
 class MessagesAccumulator(Accumulator):

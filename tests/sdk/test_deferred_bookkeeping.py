@@ -8,7 +8,7 @@ import json
 import logging
 
 import pytest
-from sdk_support import in_process_openai, read_spans
+from sdk_support import anthropic_client, in_process_openai, read_spans, request_kwargs
 
 import evalshift_sdk
 from evalshift_sdk import _attributes as A
@@ -101,3 +101,16 @@ def test_no_capture_line_carries_the_pending_object(capture_dir):
     assert "gen_ai.output.messages" in text
     assert "internal" not in text
     assert len([s for s in read_spans(capture_dir) if s["attrs"][A.OPERATION] == "chat"]) == 3
+
+
+def test_anthropic_messages_given_as_a_one_shot_iterator_still_reach_the_provider(capture_dir, spans, replay):
+    server = replay("anthropic/messages_parallel_tool_use.yaml")
+    kwargs = request_kwargs(server.interactions[0])
+    sent = kwargs["messages"]
+    kwargs["messages"] = iter(sent)
+    with evalshift_sdk.turn(prompt_id="iter"):
+        anthropic_client(server).messages.create(**kwargs)
+    assert json.loads(server.received[0].body)["messages"] == sent
+    [chat] = spans("chat")
+    assert A.INPUT_MESSAGES not in chat["attrs"]
+    assert chat["attrs"][A.REQUESTED_TOOL_CALLS]
