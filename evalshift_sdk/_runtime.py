@@ -304,6 +304,7 @@ def tool(fn: F | None = None, *, name: str | None = None) -> Any:
                 finish(span, result, None)
                 return result
 
+            async_wrapper.__evalshift_tool__ = True  # type: ignore[attr-defined]
             return async_wrapper  # type: ignore[return-value]
 
         @functools.wraps(func)
@@ -317,6 +318,9 @@ def tool(fn: F | None = None, *, name: str | None = None) -> Any:
             finish(span, result, None)
             return result
 
+        # Marks a recorded function (functools.wraps layers above it inherit the mark), so
+        # instrumentation that wraps host callables never records one execution twice.
+        wrapper.__evalshift_tool__ = True  # type: ignore[attr-defined]
         return wrapper  # type: ignore[return-value]
 
     if fn is not None:

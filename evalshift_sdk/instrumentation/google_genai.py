@@ -255,30 +255,10 @@ def _afc_disabled(config: Any) -> bool:
     return most is not None and int(most) <= 0
 
 
-_tool_wrapper_codes: tuple[Any, ...] | None = None
-
-
-def _tool_codes() -> tuple[Any, ...]:
-    """The code objects of ``@evalshift_sdk.tool``'s wrappers (sync and async), found by
-    decorating two probes: every decorated function shares them."""
-    global _tool_wrapper_codes
-    if _tool_wrapper_codes is None:
-
-        def probe() -> None: ...
-
-        async def aprobe() -> None: ...
-
-        codes = (getattr(_runtime.tool(probe), "__code__", None), getattr(_runtime.tool(aprobe), "__code__", None))
-        _tool_wrapper_codes = tuple(c for c in codes if c is not None)
-    return _tool_wrapper_codes
-
-
 def _already_recorded(fn: Any) -> bool:
     """``fn`` is (or wraps, through ``functools.wraps`` layers) an ``@evalshift_sdk.tool``."""
-    codes = _tool_codes()
     for _ in range(32):  # a __wrapped__ chain is short; a cycle must not hang the host
-        code = getattr(getattr(fn, "__func__", fn), "__code__", None)
-        if code is not None and any(code is c for c in codes):
+        if getattr(fn, "__evalshift_tool__", False) is True:
             return True
         fn = getattr(fn, "__wrapped__", None)
         if fn is None:
