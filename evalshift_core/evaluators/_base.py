@@ -97,17 +97,10 @@ class Evaluator:
         labels: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> ScoreRecord:
-        return fast_record({
-            "example_id": example.id,
-            "evaluator": self.type_name,
-            "name": self.name,
-            "side": side,
-            "source_score": float(source_score),
-            "target_score": float(target_score),
-            "skipped": skipped,
-            "labels": labels if labels is not None else [],
-            "metadata": metadata if metadata is not None else {},
-        })
+        return new_record(
+            example.id, self.type_name, self.name, side, float(source_score), float(target_score), skipped,
+            labels if labels is not None else [], metadata if metadata is not None else {},
+        )
 
 
 # Every field is set on a record we build, so one set serves them all: pydantic only ever adds
@@ -119,6 +112,49 @@ _set_dict = object.__setattr__
 _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+
+
+def _record_dict_template() -> dict[str, Any]:
+    # An instance dict filled field by field shares its keys with every other instance of the
+    # class (CPython's split table): copies of it keep sharing them, and take half the memory
+    # of a dict literal. A 100k-pair run keeps 500k records, so that is page faults saved.
+    template = _new_object(ScoreRecord)
+    for field in ScoreRecord.model_fields:
+        _set_dict(template, field, None)
+    return template.__dict__
+
+
+_copy_record_dict = _record_dict_template().copy
+
+
+def new_record(
+    example_id: str,
+    evaluator: str,
+    name: str,
+    side: str | None,
+    source_score: float,
+    target_score: float,
+    skipped: bool,
+    labels: list[str],
+    metadata: dict[str, Any],
+) -> ScoreRecord:
+    """:func:`fast_record` from the fields in declaration order (the evaluators' hot paths)."""
+    values = _copy_record_dict()
+    values["example_id"] = example_id
+    values["evaluator"] = evaluator
+    values["name"] = name
+    values["side"] = side
+    values["source_score"] = source_score
+    values["target_score"] = target_score
+    values["skipped"] = skipped
+    values["labels"] = labels
+    values["metadata"] = metadata
+    record = _new_object(ScoreRecord)
+    _set_dict(record, "__dict__", values)
+    _set_fields_set(record, _ALL_FIELDS_SET)
+    _set_extra(record, None)
+    _set_private(record, None)
+    return record
 
 
 def fast_record(values: dict[str, Any]) -> ScoreRecord:

@@ -16,9 +16,9 @@ from ._base import (
     Pair,
     ScoreRecord,
     call_names,
-    fast_record,
     json_equal,
     match_calls_greedy,
+    new_record,
     surplus,
 )
 from .tool_selection import lcs_length
@@ -58,9 +58,12 @@ def order_similarity(source: list[str], target: list[str]) -> float:
     return lcs_length(source, target) / max(len(source), len(target))
 
 
-def field_equality(reference: Any, actual: Any) -> tuple[float, list[str]]:
-    """Share of argument fields (union of keys) equal on both calls, and the unequal ones."""
-    if json_equal(reference, actual):
+def field_equality(reference: Any, actual: Any, *, unequal: bool = False) -> tuple[float, list[str]]:
+    """Share of argument fields (union of keys) equal on both calls, and the unequal ones.
+
+    ``unequal``: the caller already knows the two are not JSON-equal.
+    """
+    if not unequal and json_equal(reference, actual):
         return 1.0, []
     if type(reference) is not dict or type(actual) is not dict:
         return 0.0, ["(arguments)"]
@@ -140,11 +143,7 @@ class AgentTrace(Evaluator):
                     s_score = t_score = 3.0 / 4  # parts: order, arguments, extra danger, verification
             metadata["dangerous"] = danger
         metadata["tools"] = list(dict.fromkeys(tools))
-        return fast_record({
-            "example_id": pair.example.id, "evaluator": self.type_name, "name": self.name, "side": None,
-            "source_score": s_score, "target_score": t_score, "skipped": False,
-            "labels": labels, "metadata": metadata,
-        })
+        return new_record(pair.example.id, self.type_name, self.name, None, s_score, t_score, False, labels, metadata)
 
     def _score_calls(
         self,
@@ -160,7 +159,8 @@ class AgentTrace(Evaluator):
         """Score one pair of call sequences; ``arguments_equal`` is the pair's, when known."""
         labels: list[str] = []
         tools: list[str] = []
-        order = order_similarity(sn, tn)
+        same_names = sn == tn  # arguments drifted only: the name-based checks agree on both sides
+        order = 1.0 if same_names else order_similarity(sn, tn)
         if order < 1.0:
             same = sorted(sn) == sorted(tn)
             labels.append("TOOL_ORDER_DRIFT" if same else "TOOL_SELECTION_DRIFT")
@@ -171,11 +171,12 @@ class AgentTrace(Evaluator):
             for i, j in enumerate(matches):
                 if j is None:
                     continue
-                if arguments_equal is not None and arguments_equal[i]:
+                known = arguments_equal is not None
+                if known and arguments_equal[i]:
                     total += 1.0  # what field_equality gives equal arguments
                     continue
                 call = src_calls[i]
-                s, unequal = field_equality(call.arguments, tgt_calls[j].arguments)
+                s, unequal = field_equality(call.arguments, tgt_calls[j].arguments, unequal=known)
                 total += s
                 if unequal:
                     ref = call.arguments if isinstance(call.arguments, dict) else {"(arguments)": call.arguments}
@@ -195,8 +196,11 @@ class AgentTrace(Evaluator):
                                     "source_tools": sn, "target_tools": tn, "fields": fields}
         dangerous = self.dangerous_tools
         if dangerous:
-            t_danger = [n for n in tn if n in dangerous]
-            extra = surplus(t_danger, [n for n in sn if n in dangerous]) if t_danger else []
+            if same_names:
+                extra = []
+            else:
+                t_danger = [n for n in tn if n in dangerous]
+                extra = surplus(t_danger, [n for n in sn if n in dangerous]) if t_danger else []
             s_parts.append(1.0)
             t_parts.append(0.0 if extra else 1.0)
             danger: dict[str, Any] = {"extra": extra}
@@ -205,7 +209,8 @@ class AgentTrace(Evaluator):
                 tools.extend(extra)
             if self.check_missing_verification:
                 s_unverified = unverified_dangerous(sn, dangerous, self.verification_tools)
-                t_unverified = unverified_dangerous(tn, dangerous, self.verification_tools)
+                t_unverified = (list(s_unverified) if same_names
+                                else unverified_dangerous(tn, dangerous, self.verification_tools))
                 s_parts.append(0.0 if s_unverified else 1.0)
                 t_parts.append(0.0 if t_unverified else 1.0)
                 danger["source_unverified"] = s_unverified
@@ -215,8 +220,5 @@ class AgentTrace(Evaluator):
                     tools.extend(t_unverified)
             metadata["dangerous"] = danger
         metadata["tools"] = list(dict.fromkeys(tools))
-        return fast_record({
-            "example_id": example.id, "evaluator": self.type_name, "name": self.name, "side": None,
-            "source_score": sum(s_parts) / len(s_parts), "target_score": sum(t_parts) / len(t_parts),
-            "skipped": False, "labels": list(dict.fromkeys(labels)), "metadata": metadata,
-        })
+        return new_record(example.id, self.type_name, self.name, None, sum(s_parts) / len(s_parts),
+                          sum(t_parts) / len(t_parts), False, list(dict.fromkeys(labels)), metadata)

@@ -15,10 +15,10 @@ from ._base import (
     Evaluator,
     Pair,
     ScoreRecord,
-    fast_record,
     is_number,
     json_equal,
     match_calls_greedy,
+    new_record,
     replayed_rounds,
     round_calls,
 )
@@ -156,6 +156,12 @@ class ToolArguments(Evaluator):
             return (1.0, []) if ok else (0.0, [(ARGUMENTS_FIELD, reference, actual, 0.0)])
         if json_equal(reference, actual):
             return 1.0, []  # every strategy scores an identical value 1.0
+        return self._score_fields(tool, reference, actual, recorded_keys_only, containment)
+
+    def _score_fields(
+        self, tool: str, reference: dict[str, Any], actual: dict[str, Any], recorded_keys_only: bool, containment: bool
+    ) -> tuple[float, list[tuple[str, Any, Any, float]]]:
+        """``score_call`` of two argument objects known not to be JSON-equal: field by field."""
         total = 0.0
         n = 0
         drifted: list[tuple[str, Any, Any, float]] = []
@@ -313,11 +319,8 @@ class ToolArguments(Evaluator):
                 "reason": "the source made no tool calls to compare arguments with"})
         if pair.same_calls:
             # Every source call matched to its twin with equal arguments: every field scores 1.0.
-            return fast_record({
-                "example_id": example.id, "evaluator": self.type_name, "name": self.name, "side": None,
-                "source_score": 1.0, "target_score": 1.0, "skipped": False, "labels": [],
-                "metadata": {"against": self.against, "fields": [], "tools": []},
-            })
+            return new_record(example.id, self.type_name, self.name, None, 1.0, 1.0, False, [],
+                              {"against": self.against, "fields": [], "tools": []})
         matches = pair.matches
         if all(j is None for j in matches):
             # Seed 001: the evaluator scores a regression when the target reuses none of the
@@ -339,7 +342,11 @@ class ToolArguments(Evaluator):
                 missing.append(call.tool_name)
                 tools.append(call.tool_name)
                 continue
-            s, drifted = self.score_call(call.tool_name, call.arguments, actual[j].arguments)
+            ref_args, act_args = call.arguments, actual[j].arguments
+            if type(ref_args) is dict and type(act_args) is dict:  # unequal, as ``pair`` found
+                s, drifted = self._score_fields(call.tool_name, ref_args, act_args, False, False)
+            else:
+                s, drifted = self.score_call(call.tool_name, ref_args, act_args)
             total += s
             if drifted:
                 fields.extend(self._field_entries(call.tool_name, drifted, None))

@@ -16,7 +16,7 @@ from ._base import (
     Pair,
     ScoreRecord,
     call_names,
-    fast_record,
+    new_record,
     replayed_rounds,
     round_calls,
 )
@@ -188,11 +188,7 @@ class ToolSelection(Evaluator):
             if t_score < 1.0:
                 labels.append(drift_label(tgt, src))
             metadata = {"mode": mode, "source": list(src), "target": list(tgt)}
-        return fast_record({
-            "example_id": example.id, "evaluator": self.type_name, "name": self.name, "side": side,
-            "source_score": float(s_score), "target_score": float(t_score), "skipped": False,
-            "labels": labels, "metadata": metadata,
-        })
+        return new_record(example.id, self.type_name, self.name, side, s_score, t_score, False, labels, metadata)
 
     def _grade_round(
         self, example: Example, source: ToolTrace, target: ToolTrace, k: int, mode: str, truth: bool

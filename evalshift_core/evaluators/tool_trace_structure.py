@@ -14,8 +14,8 @@ from ._base import (
     Pair,
     ScoreRecord,
     call_names,
-    fast_record,
     is_number,
+    new_record,
     replayed_rounds,
     round_calls,
     surplus,
@@ -164,10 +164,7 @@ class ToolTraceStructure(Evaluator):
             tools = []
             labels = []
         t_score = t_ones / n_parts  # the mean of the parts (ones and zeros), exactly
-        return fast_record({
-            "example_id": pair.example.id, "evaluator": self.type_name, "name": self.name, "side": None,
-            "source_score": 1.0, "target_score": t_score, "skipped": False, "labels": labels,
-            "metadata": {"call_count_tolerance": self.call_count_tolerance, "source_call_count": ns,
-                         "target_call_count": nt, "source_parallel": ps, "target_parallel": pt,
-                         "failed": failed, "tools": tools},
-        })
+        return new_record(pair.example.id, self.type_name, self.name, None, 1.0, t_score, False, labels,
+                          {"call_count_tolerance": self.call_count_tolerance, "source_call_count": ns,
+                           "target_call_count": nt, "source_parallel": ps, "target_parallel": pt,
+                           "failed": failed, "tools": tools})
