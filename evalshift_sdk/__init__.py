@@ -124,9 +124,12 @@ def _build_runtime(
     # Private provider: never registered globally, so the host's OpenTelemetry stays untouched.
     provider = TracerProvider(resource=resource)
     # A queue deep enough that bursts from many threads are not dropped before the worker
-    # thread (which does all the file I/O) catches up.
+    # thread (which does all the file I/O) catches up, and small batches: a span waiting in
+    # the queue keeps its request's objects alive, and at 1,024 spans a batch they lived long
+    # enough to reach the oldest GC generation and made full collections about 3x as frequent
+    # (GC time across threads: 77 µs a call at 1,024, 22 µs at 64; benchmarks/sdk_overhead.py).
     processor = BatchSpanProcessor(
-        exporter, schedule_delay_millis=1000, max_queue_size=16384, max_export_batch_size=1024
+        exporter, schedule_delay_millis=1000, max_queue_size=16384, max_export_batch_size=64
     )
     provider.add_span_processor(processor)
     return Runtime(

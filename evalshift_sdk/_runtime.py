@@ -67,32 +67,16 @@ class TurnState:
     span: Any
     sampled: bool
     requested: list[RequestedCall] = field(default_factory=list)
-    # Responses whose tool calls are read only when an execution needs to link to them
-    # (``_genai.Outcome``): a turn that runs no ``@tool`` never extracts them on its thread.
-    pending: list[Any] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add_requested(self, calls: list[dict[str, Any]]) -> None:
         with self.lock:
-            self._drain()
             for c in calls:
-                self.requested.append(RequestedCall(c.get("call_id"), c["tool_name"], c.get("arguments")))
-
-    def add_pending(self, outcome: Any) -> None:
-        with self.lock:
-            self.pending.append(outcome)
-
-    def _drain(self) -> None:
-        # In request order: pending responses came before any call added after them.
-        pending, self.pending = self.pending, []
-        for outcome in pending:
-            for c in outcome.tool_calls():
                 self.requested.append(RequestedCall(c.get("call_id"), c["tool_name"], c.get("arguments")))
 
     def link(self, name: str, arguments: Any, call_id: str | None) -> str | None:
         """Claim the requested call this execution answers: by id, else by name and arguments."""
         with self.lock:
-            self._drain()
             if call_id is not None:
                 for rc in self.requested:
                     if rc.call_id == call_id:
@@ -175,7 +159,6 @@ def turn(
             if state is not None and state.span is not None:
                 state.span.end()
                 state.requested.clear()
-                state.pending.clear()
 
 
 def _mark_error(span: Any, exc: BaseException) -> None:

@@ -136,38 +136,16 @@ def snapshot(value: Any) -> list[Any] | None:
     return list(value)
 
 
-class Outcome:
-    """A response's fields (the keyword arguments of :meth:`ModelCall.finish`), extracted
-    once, by whichever thread needs them first: the exporter, or a tool execution linking
-    to the calls its turn requested."""
-
-    __slots__ = ("response", "extract", "_fields")
-
-    def __init__(self, response: Any, extract: Callable[[Any], dict[str, Any]]) -> None:
-        self.response = response
-        self.extract = extract
-        self._fields: dict[str, Any] | None = None
-
-    def fields(self) -> dict[str, Any]:
-        fields = self._fields
-        if fields is None:
-            # Two threads may both extract; both get equal values and one assignment wins.
-            fields = self._fields = self.extract(self.response)
-        return fields
-
-    def tool_calls(self) -> list[dict[str, Any]]:
-        return self.fields().get("tool_calls") or []
-
-
 class Deferred:
     """The part of a model call's bookkeeping that runs on the export thread.
 
-    The caller's thread keeps references (shallow copies of the request's lists, the response
-    object) and timestamps; converting them to GenAI semconv messages, normalising and hashing
-    the toolset and JSON-encoding every structured attribute happen when the batch is
-    exported. Measured between the host's own client work, that conversion costs about 2.5x
-    what it does in a tight loop (a cold cache), so on the caller's thread it was most of
-    our cost per call; the exporter pays it in batches, once, off the host's path.
+    The caller's thread keeps references (a copy of the request's keyword arguments and
+    shallow copies of its lists), the response's fields and timestamps; converting the request
+    to GenAI semconv messages, normalising and hashing the toolset and JSON-encoding every
+    structured attribute happen when the batch is exported. Measured between the host's own
+    client work, that conversion costs about 2.5x what it does in a tight loop (a cold
+    cache), so on the caller's thread it was most of our cost per call; the exporter pays it
+    in batches, off the host's path.
 
     It travels inside the span's attributes under ``A.DEFERRED`` and :meth:`resolve` replaces
     it with the attributes it stands for; each half is guarded, so a fault in one still
@@ -180,7 +158,7 @@ class Deferred:
         self.rt = rt
         self.attributes = attributes
         self.request = request
-        self.response: dict[str, Any] | Outcome | None = None
+        self.response: dict[str, Any] | None = None
         self.latency_s: float | None = None
 
     def resolve(self) -> None:
@@ -189,13 +167,14 @@ class Deferred:
         if self.latency_s is not None:
             attrs[A.LATENCY_MS] = round(self.latency_s * 1000.0, 3)
         with capture_internal_exceptions("export.request"):
-            request = self.request() if callable(self.request) else self.request
+            request = self.request
+            if isinstance(request, tuple):
+                describe, *args = request
+                request = describe(*args)
             attrs.update(_request_attributes(self.rt, **request))
         if self.response is not None:
             with capture_internal_exceptions("export.response"):
-                response = self.response
-                fields = response.fields() if isinstance(response, Outcome) else response
-                attrs.update(_response_attributes(**fields))
+                attrs.update(_response_attributes(**self.response))
         self.request = self.response = None  # nothing of the host's outlives the export
 
 
@@ -287,13 +266,15 @@ class ModelCall:
         generation_config: Mapping[str, Any] | None = None,
         system_instructions: list[dict[str, Any]] | None = None,
         streamed: bool = False,
-        request: Callable[[], dict[str, Any]] | None = None,
+        request: tuple[Any, ...] | None = None,
     ) -> ModelCall | None:
         """Open a model call's span.
 
-        ``request`` returns the request's ``input_messages``, ``system_instructions``,
-        ``tools`` and ``generation_config`` from references the caller snapshotted; it runs
-        on the export thread. Without it, those are given already converted.
+        ``request`` is ``(describe, *references)``: on the export thread,
+        ``describe(*references)`` returns the request's ``input_messages``,
+        ``system_instructions``, ``tools`` and ``generation_config`` (a tuple rather than a
+        closure: one object for the garbage collector instead of a function and its cells).
+        Without it, those are given already converted.
         """
         rt = get_runtime()
         if rt is None:
@@ -339,20 +320,6 @@ class ModelCall:
                 self.turn.add_requested(fields["tool_calls"])
         finally:
             # Whatever the extraction did, the span ends once: an open span would leak.
-            self.span.end()
-
-    def finish_later(self, response: Any, extract: Callable[[Any], dict[str, Any]]) -> None:
-        """Record a complete response object whose fields ``extract`` reads off the caller's
-        thread: on the export thread, or when a tool execution in the turn links to it."""
-        if self.ended:
-            return
-        self.ended = True
-        try:
-            self.deferred.latency_s = time.perf_counter() - self.t0
-            outcome = self.deferred.response = Outcome(response, extract)
-            if self.turn is not None:
-                self.turn.add_pending(outcome)
-        finally:
             self.span.end()
 
     def fail(self, exc: BaseException) -> None:

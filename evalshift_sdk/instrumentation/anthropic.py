@@ -119,24 +119,24 @@ def _tool_param(tool: Any) -> Mapping[str, Any]:
     return as_mapping(tool)
 
 
+def _describe(
+    request: Mapping[str, Any], messages: list[Any] | None, system: Any, tools: list[Any] | None
+) -> dict[str, Any]:
+    return {
+        "input_messages": messages_to_semconv(messages) if messages is not None else None,
+        "system_instructions": _system(system),
+        "tools": [_tool_param(t) for t in tools] if tools is not None else None,
+        "generation_config": generation_config_of(request),
+    }
+
+
 def _start_from(kwargs: Mapping[str, Any], streamed: bool) -> ModelCall | None:
     # References only; the conversion runs on the export thread (see ``_genai.Deferred``).
-    request = dict(kwargs)
-    messages = snapshot(kwargs.get("messages"))
-    tools = snapshot(kwargs.get("tools"))
     system = given(kwargs, "system")
     if system is not None and not isinstance(system, str):
         system = snapshot(system)
-
-    def describe() -> dict[str, Any]:
-        return {
-            "input_messages": messages_to_semconv(messages) if messages is not None else None,
-            "system_instructions": _system(system),
-            "tools": [_tool_param(t) for t in tools] if tools is not None else None,
-            "generation_config": generation_config_of(request),
-        }
-
-    return ModelCall.start(provider=PROVIDER, model=given(kwargs, "model"), streamed=streamed, request=describe)
+    request = (_describe, dict(kwargs), snapshot(kwargs.get("messages")), system, snapshot(kwargs.get("tools")))
+    return ModelCall.start(provider=PROVIDER, model=given(kwargs, "model"), streamed=streamed, request=request)
 
 
 def _start(args: Any, kwargs: Mapping[str, Any]) -> ModelCall | None:
@@ -179,7 +179,7 @@ def _finish(call: ModelCall, response: Any) -> None:
         if not hasattr(response, "content"):
             call.abandon()  # a raw stream: reading it would take it from the host
             return
-    call.finish_later(response, finish_kwargs)
+    call.finish(**finish_kwargs(response))
 
 
 class MessagesAccumulator(Accumulator):

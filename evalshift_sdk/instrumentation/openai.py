@@ -154,56 +154,60 @@ def _raw_mode(kwargs: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _describe_chat(
+    request: Mapping[str, Any], messages: list[Any] | None, offered: list[Any] | None, legacy: list[Any] | None
+) -> dict[str, Any]:
+    converted, system = messages_to_semconv(messages)
+    tools, builtin = _function_tools(offered)
+    if tools is None and legacy is not None:
+        tools = [as_mapping(f) for f in legacy]
+    config = generation_config_of(request)
+    if builtin:
+        config["builtin_tools"] = builtin
+    return {
+        "input_messages": converted if messages is not None else None,
+        "system_instructions": system,
+        "tools": tools,
+        "generation_config": config,
+    }
+
+
 def _start_chat(args: Any, kwargs: Mapping[str, Any]) -> ModelCall | None:
     # References only; the conversion runs on the export thread (see ``_genai.Deferred``).
-    request = dict(kwargs)
-    messages = snapshot(kwargs.get("messages"))
-    offered = snapshot(kwargs.get("tools"))
-    legacy = snapshot(kwargs.get("functions"))
-
-    def describe() -> dict[str, Any]:
-        converted, system = messages_to_semconv(messages)
-        tools, builtin = _function_tools(offered)
-        if tools is None and legacy is not None:
-            tools = [as_mapping(f) for f in legacy]
-        config = generation_config_of(request)
-        if builtin:
-            config["builtin_tools"] = builtin
-        return {
-            "input_messages": converted if messages is not None else None,
-            "system_instructions": system,
-            "tools": tools,
-            "generation_config": config,
-        }
-
+    request = (
+        _describe_chat,
+        dict(kwargs),
+        snapshot(kwargs.get("messages")),
+        snapshot(kwargs.get("tools")),
+        snapshot(kwargs.get("functions")),
+    )
     return ModelCall.start(
-        provider=PROVIDER, model=given(kwargs, "model"), streamed=kwargs.get("stream") is True, request=describe
+        provider=PROVIDER, model=given(kwargs, "model"), streamed=kwargs.get("stream") is True, request=request
     )
 
 
+def _describe_responses(request: Mapping[str, Any], items: Any, one_shot: bool, offered: list[Any] | None) -> dict[str, Any]:
+    tools, builtin = _function_tools(offered)
+    config = generation_config_of(request)
+    if builtin:
+        config["builtin_tools"] = builtin
+    instructions = given(request, "instructions")
+    return {
+        "input_messages": None if one_shot else responses_input_to_semconv(items),
+        "system_instructions": [text_part(str(instructions))] if instructions else None,
+        "tools": tools,
+        "generation_config": config,
+    }
+
+
 def _start_responses(args: Any, kwargs: Mapping[str, Any]) -> ModelCall | None:
-    request = dict(kwargs)
     given_input = items = given(kwargs, "input")
     if not isinstance(items, str):
         items = snapshot(items)
     one_shot = given_input is not None and items is None  # an iterator: the host's to consume
-    offered = snapshot(kwargs.get("tools"))
-
-    def describe() -> dict[str, Any]:
-        tools, builtin = _function_tools(offered)
-        config = generation_config_of(request)
-        if builtin:
-            config["builtin_tools"] = builtin
-        instructions = given(request, "instructions")
-        return {
-            "input_messages": None if one_shot else responses_input_to_semconv(items),
-            "system_instructions": [text_part(str(instructions))] if instructions else None,
-            "tools": tools,
-            "generation_config": config,
-        }
-
+    request = (_describe_responses, dict(kwargs), items, one_shot, snapshot(kwargs.get("tools")))
     return ModelCall.start(
-        provider=PROVIDER, model=given(kwargs, "model"), streamed=kwargs.get("stream") is True, request=describe
+        provider=PROVIDER, model=given(kwargs, "model"), streamed=kwargs.get("stream") is True, request=request
     )
 
 
@@ -286,13 +290,14 @@ def responses_finish_kwargs(response: Any) -> dict[str, Any]:
 
 def _finisher(extract: Any) -> Any:
     def finish(call: ModelCall, response: Any) -> None:
-        # A raw response is parsed here, on the host's thread, as the host's own parse()
-        # would; its fields, like a plain response's, are read on the export thread.
         body = _unwrap_raw(response)
         if body is None:
             call.abandon()
             return
-        call.finish_later(body, extract)
+        # Read now rather than on the export thread: the fields are a few small objects,
+        # where keeping the response alive until the export kept its whole pydantic graph
+        # (about twenty objects a call) for the garbage collector to walk again and again.
+        call.finish(**extract(body))
 
     return finish
 
