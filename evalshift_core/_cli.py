@@ -439,7 +439,6 @@ def compare(suite_name: str | None, suite_file: str | None, target: str | None, 
       evalshift compare --suite-name support --to claude-sonnet-4-6 --fail-on-regression --junit out.xml
     """
     from . import _compare
-    from ._tools_file import apply_prompt_tools
 
     cfg = _config(config_path)
     source, target = _models(cfg, source, target)
@@ -447,9 +446,7 @@ def compare(suite_name: str | None, suite_file: str | None, target: str | None, 
     options = _run_options(concurrency, max_cost, no_cache)
     if run_id is not None:
         options["run_id"] = run_id
-    with_tools = apply_prompt_tools(examples, cfg, config_dir=_config_dir(config_path))
-    # Pass the suite by name (so the run records it) unless a prompt's tools_path filled a gap.
-    suite: Any = with_tools if with_tools != examples else (name if suite_name else Path(suite_file or name))
+    suite: Any = name if suite_name else Path(suite_file or name)  # compare() applies tools_path
     progress(f"comparing {source} -> {target} on {len(examples)} examples of {name} ...")
     comparison = _compare.compare(suite, source=source, target=target, config=cfg, out_dir=base,
                                   run_options=options or None)

@@ -15,6 +15,7 @@ from ._models import Call, Example
 from ._report import build_report, write_report
 from ._run import run
 from ._suite import DEFAULT_BASE, load_suite, suite_path
+from ._tools_file import apply_prompt_tools
 from .evaluators import build_evaluators, evaluate_run
 
 
@@ -72,6 +73,8 @@ def compare(
 
     ``suite`` is a suite name under ``<base>/suites``, a path to a suite file, or examples.
     ``out_dir`` is the base folder (default ``.evalshift``); ``run_options`` go to :func:`run`.
+    Examples without a toolset get their prompt's ``tools_path`` tools, read relative to the
+    config file's folder (``load_config``) or else the current directory.
     """
     cfg = config if isinstance(config, Config) else Config.model_validate(dict(config or {}))
     base = Path(out_dir or DEFAULT_BASE)
@@ -86,6 +89,8 @@ def compare(
         else:
             suite_name = path.stem
         examples = load_suite(path)
+    # A prompt's tools_path gives its examples that carry no toolset their tools (seed 000).
+    examples = apply_prompt_tools(examples, cfg, config_dir=cfg.tools_dir or ".")
     merged = {k: dict(v) for k, v in cfg.providers.items()}
     for k, v in (providers or {}).items():
         merged.setdefault(k, {}).update(v)

@@ -14,7 +14,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ._exceptions import ConfigError, EvalShiftError
 from ._policy import MigrationPolicy
@@ -97,6 +105,13 @@ class Config(BaseModel):
     """The budget the target must stay within to pass."""
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Per-provider client settings, e.g. ``openai: {base_url: ..., api_key: ...}``."""
+    _tools_dir: Path | None = PrivateAttr(default=None)
+
+    @property
+    def tools_dir(self) -> Path | None:
+        """The folder prompts' ``tools_path`` are relative to: the config file's folder when it
+        was read from a file, else None (the current directory)."""
+        return self._tools_dir
 
     @field_validator("version")
     @classmethod
@@ -337,6 +352,7 @@ def parse_config(text: str, *, file: str = CONFIG_FILE, tools_dir: str | os.Path
         raise ConfigError(exc.message, file=file, line=_line_of(root, loc), field=exc.field) from exc
     if tools_dir is not None:
         _check_tool_files(config, Path(tools_dir), file=file, root=root)
+        config._tools_dir = Path(tools_dir)
     return config
 
 

@@ -119,3 +119,23 @@ def test_any_mix_of_shapes_and_formats_reads_as_the_same_toolset(tmp_path_factor
     else:
         path.write_text(json.dumps(value))
     assert load_tools_file(path).canonical() == [Tool.model_validate(t).canonical() for t in tools]
+
+
+def test_the_library_compare_offers_a_prompts_tools_path_tools(tmp_path, demo_simulator):
+    """Library first: ``evalshift_core.compare()`` fills toolsets from ``tools_path`` exactly as
+    ``evalshift compare`` does, relative to the config file's folder."""
+    import evalshift_core
+    from evalshift_core._config import load_config
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "tools.yaml").write_text(ANTHROPIC_YAML)
+    (project / "evalshift.yaml").write_text("version: 1\nprompts:\n  - id: replay\n    tools_path: tools.yaml\n")
+    cfg = load_config(project / "evalshift.yaml")
+    assert cfg.tools_dir == project.resolve()
+    examples = [Example(id="e1", prompt_id="replay", inputs={"input": "refund order A1, 12 dollars"})]
+    sim = demo_simulator
+    cfg.providers["openai"] = {"base_url": sim.openai_base_url, "api_key": "sk-test"}
+    evalshift_core.compare(examples, source="openai:sim-baseline", target="openai:sim-candidate", config=cfg,
+                           out_dir=tmp_path / ".evalshift")
+    offered = [[t["function"]["name"] for t in r["body"].get("tools", [])] for r in sim.requests]
+    assert offered == [["issue_refund"], ["issue_refund"]]
