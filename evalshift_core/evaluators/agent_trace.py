@@ -109,18 +109,25 @@ class AgentTrace(Evaluator):
         return self.score_pair(Pair(example, source, target, timelines))
 
     def score_pair(self, pair: Pair) -> list[ScoreRecord]:
-        timelines = pair.timelines
-        if timelines is not None:
-            src_calls: Sequence[Any] = timeline_calls(timelines[0])
-            tgt_calls: Sequence[Any] = timeline_calls(timelines[1])
-            sn, tn = call_names(src_calls), call_names(tgt_calls)
-            return [self._score_calls(pair.example, "imported", src_calls, tgt_calls, sn, tn,
-                                      match_calls_greedy(src_calls, tgt_calls), None)]
+        if pair.timelines is not None:
+            return self._score_general(pair)
         if pair.same_calls:
             return [self._score_same(pair)]
         return [self._score_calls(pair.example, "replay", pair.source_calls, pair.target_calls,
                                   list(pair.source_names), list(pair.target_names), pair.matches,
                                   pair.arguments_equal)]
+
+    def _score_general(self, pair: Pair) -> list[ScoreRecord]:
+        """The imported timelines, else the traces' calls, without the pair's shared comparisons."""
+        if pair.timelines is not None:
+            src_calls: Sequence[Any] = timeline_calls(pair.timelines[0])
+            tgt_calls: Sequence[Any] = timeline_calls(pair.timelines[1])
+            origin = "imported"
+        else:
+            src_calls, tgt_calls = pair.source.calls, pair.target.calls
+            origin = "replay"
+        return [self._score_calls(pair.example, origin, src_calls, tgt_calls, call_names(src_calls),
+                                  call_names(tgt_calls), match_calls_greedy(src_calls, tgt_calls), None)]
 
     def _score_same(self, pair: Pair) -> ScoreRecord:
         """``_score_calls`` when the target repeated the source's calls: order and arguments are 1.0,

@@ -262,13 +262,14 @@ class ToolArguments(Evaluator):
         return self.score_pair(Pair(example, source, target, timelines))
 
     def score_pair(self, pair: Pair) -> list[ScoreRecord]:
-        example, source, target = pair.example, pair.source, pair.target
-        if self.against == "expected":
-            grade = self._grade_expected
-        elif pair.single_shot and self.matching == "greedy":
+        if self.against == "source" and pair.single_shot and self.matching == "greedy":
             return [self._score_drift_single_shot(pair)]
-        else:
-            grade = self._grade_drift
+        return self._score_general(pair)
+
+    def _score_general(self, pair: Pair) -> list[ScoreRecord]:
+        """Round by round on the plain traces: what the single-shot path shortcuts (tests compare)."""
+        example, source, target = pair.example, pair.source, pair.target
+        grade = self._grade_expected if self.against == "expected" else self._grade_drift
         rounds = replayed_rounds(source, target)
         per_round = [grade(example, source, target, k) for k in rounds or (1,)]
         scored = [r for r in per_round if not r.get("skipped")]

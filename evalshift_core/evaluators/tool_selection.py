@@ -147,6 +147,10 @@ class ToolSelection(Evaluator):
     def score_pair(self, pair: Pair) -> list[ScoreRecord]:
         if pair.single_shot:
             return [self._score_single_shot(pair, side, mode, truth) for side, mode, truth in self.sides]
+        return self._score_general(pair)
+
+    def _score_general(self, pair: Pair) -> list[ScoreRecord]:
+        """Round by round on the plain traces: what the single-shot path shortcuts (tests compare)."""
         rounds = replayed_rounds(pair.source, pair.target)
         return [
             self._score_side(pair.example, pair.source, pair.target, side, mode, truth, rounds)

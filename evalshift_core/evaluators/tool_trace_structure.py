@@ -54,10 +54,15 @@ class ToolTraceStructure(Evaluator):
         return self.score_pair(Pair(example, source, target, timelines))
 
     def score_pair(self, pair: Pair) -> list[ScoreRecord]:
-        example, source, target = pair.example, pair.source, pair.target
-        if (pair.single_shot and source.refused == target.refused
+        example = pair.example
+        if (pair.single_shot and (pair.source.refusal is None) == (pair.target.refusal is None)
                 and example.expected_tool_count is None and example.expected_parallel is None):
             return [self._score_plain(pair)]
+        return self._score_general(pair)
+
+    def _score_general(self, pair: Pair) -> list[ScoreRecord]:
+        """Round by round on the plain traces: what ``_score_plain`` shortcuts (tests compare)."""
+        example, source, target = pair.example, pair.source, pair.target
         rounds = replayed_rounds(source, target)
         refusal_mismatch = self.check_refusals and source.refused != target.refused
         tol = self.call_count_tolerance
