@@ -28,7 +28,8 @@ OLDEST_PINS := 'openai==1.66.0' 'anthropic==0.40.0' 'google-genai==1.0.0' 'httpx
 OLDEST_STAMP := $(OLDEST)/.installed
 OLDEST_TESTS := tests/sdk/test_openai_calls.py tests/sdk/test_anthropic_calls.py \
 	tests/sdk/test_gemini_calls.py tests/sdk/test_tools.py tests/sdk/test_faults.py \
-	tests/sdk/test_anthropic_beta.py tests/sdk/test_genai_afc_executions.py
+	tests/sdk/test_anthropic_beta.py tests/sdk/test_genai_afc_executions.py \
+	tests/sdk/test_deferred_bookkeeping.py
 $(OLDEST_STAMP): Makefile
 	$(PYTHON) -m venv $(OLDEST)
 	$(OLDEST)/bin/python -m pip install -q $(OLDEST_PINS) 'wrapt>=1.16' 'opentelemetry-sdk>=1.27' 'orjson>=3.10' pytest pyyaml
