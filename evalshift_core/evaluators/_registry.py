@@ -184,13 +184,16 @@ def evaluate_run(
     event lists (``evalshift traces import``), which ``agent_trace`` scores.
     """
     built = build_evaluators(evaluators, providers=providers) if evaluators is None or isinstance(evaluators, Mapping) else _resolve(evaluators)
-    sources: dict[str, Call] = {}
-    targets: dict[str, Call] = {}
-    for c in calls:  # the last row of an (example, role) wins
-        if c.role == "source":
-            sources[c.example_id] = c
-        elif c.role == "target":
-            targets[c.example_id] = c
+    # Each side's trace, or None when its call failed; the last row of an (example, role) wins.
+    # Read here, while each row is in cache, rather than on a second visit per example.
+    sources: dict[str, ToolTrace | None] = {}
+    targets: dict[str, ToolTrace | None] = {}
+    for c in calls:
+        role = c.role
+        if role == "source":
+            sources[c.example_id] = None if c.error else c.trace
+        elif role == "target":
+            targets[c.example_id] = None if c.error else c.trace
     scorers = [ev.score_pair for ev in built]
     records: list[ScoreRecord] = []
     extend = records.extend
@@ -201,7 +204,7 @@ def evaluate_run(
                 update(1)
             example_id = example.id
             src, tgt = sources.get(example_id), targets.get(example_id)
-            if src is None or tgt is None or src.error or tgt.error or src.trace is None or tgt.trace is None:
+            if src is None or tgt is None:  # no row, a failed call, or no trace
                 continue
             pair_timelines = None
             if timelines:
@@ -209,7 +212,7 @@ def evaluate_run(
                 t_events = timelines.get((example_id, "target"))
                 if s_events is not None or t_events is not None:
                     pair_timelines = (s_events or [], t_events or [])
-            pair = Pair(example, src.trace, tgt.trace, pair_timelines)
+            pair = Pair(example, src, tgt, pair_timelines)
             for score_pair in scorers:
                 extend(score_pair(pair))
     return records
