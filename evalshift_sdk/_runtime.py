@@ -245,6 +245,17 @@ def record_tool(
             _finish_tool_span(span, result, error)
 
 
+def is_recorded(fn: Any) -> bool:
+    """``fn`` is (or wraps, through ``functools.wraps`` layers) an ``@evalshift_sdk.tool``."""
+    for _ in range(32):  # a __wrapped__ chain is short; a cycle must not hang the host
+        if getattr(fn, "__evalshift_tool__", False) is True:
+            return True
+        fn = getattr(fn, "__wrapped__", None)
+        if fn is None:
+            return False
+    return False
+
+
 def tool(fn: F | None = None, *, name: str | None = None) -> Any:
     """Decorate a tool function (sync or async) so each execution is captured."""
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import wrapt
 
+from .. import _runtime
 from .._guard import capture_internal_exceptions
 from .._runtime import get_runtime
 from ._genai import (
@@ -380,6 +381,59 @@ def _beta_classes() -> tuple[Any, Any] | None:
     return Messages, AsyncMessages
 
 
+def _tool_arguments(args: Any, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    value = args[0] if args else kwargs.get("input")
+    return dict(value) if isinstance(value, Mapping) else {"input": value}
+
+
+def _start_tool(instance: Any, args: Any, kwargs: Mapping[str, Any]) -> Any:
+    """The execution span of a ``@beta_tool`` function the SDK's tool runner calls, unless the
+    function is an ``@evalshift_sdk.tool`` already (then it records itself)."""
+    span = None
+    with capture_internal_exceptions("anthropic.tool.start"):
+        if get_runtime() is not None and not _runtime.is_recorded(getattr(instance, "func", None)):
+            span, _, _ = _runtime._tool_span(str(instance.name), _tool_arguments(args, kwargs), None)
+    return span
+
+
+def _end_tool(span: Any, result: Any, error: BaseException | None) -> None:
+    if span is not None:
+        with capture_internal_exceptions("anthropic.tool.end"):
+            _runtime._finish_tool_span(span, result, error)
+
+
+def _tool_call(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    span = _start_tool(instance, args, kwargs)
+    try:
+        result = wrapped(*args, **kwargs)
+    except BaseException as exc:
+        _end_tool(span, _runtime._MISSING, exc)
+        raise
+    _end_tool(span, result, None)
+    return result
+
+
+async def _atool_call(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    span = _start_tool(instance, args, kwargs)
+    try:
+        result = await wrapped(*args, **kwargs)
+    except BaseException as exc:
+        _end_tool(span, _runtime._MISSING, exc)
+        raise
+    _end_tool(span, result, None)
+    return result
+
+
+def _function_tool_classes() -> list[tuple[Any, str, Any]]:
+    """``@beta_tool`` functions' ``call``, which the beta tool runner uses to execute them (on
+    releases that have the runner)."""
+    try:
+        from anthropic.lib.tools import BetaAsyncFunctionTool, BetaFunctionTool
+    except ImportError:
+        return []
+    return [(BetaFunctionTool, "call", _tool_call), (BetaAsyncFunctionTool, "call", _atool_call)]
+
+
 def instrument() -> None:
     import anthropic
 
@@ -391,7 +445,7 @@ def instrument() -> None:
     beta = _beta_classes()
     if beta is not None:
         targets += _targets(*beta)
-    patch(targets, _patched)
+    patch(targets + _function_tool_classes(), _patched)
 
 
 def uninstrument() -> None:

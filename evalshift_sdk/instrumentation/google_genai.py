@@ -255,21 +255,10 @@ def _afc_disabled(config: Any) -> bool:
     return most is not None and int(most) <= 0
 
 
-def _already_recorded(fn: Any) -> bool:
-    """``fn`` is (or wraps, through ``functools.wraps`` layers) an ``@evalshift_sdk.tool``."""
-    for _ in range(32):  # a __wrapped__ chain is short; a cycle must not hang the host
-        if getattr(fn, "__evalshift_tool__", False) is True:
-            return True
-        fn = getattr(fn, "__wrapped__", None)
-        if fn is None:
-            return False
-    return False
-
-
 def _recording(fn: Any) -> Any:
     """``fn`` wrapped so its execution is recorded like ``@tool``'s, or ``fn`` itself when it
     already is, or when a wrapper could change what google-genai reads off it."""
-    if not (inspect.isfunction(fn) or inspect.ismethod(fn)) or _already_recorded(fn):
+    if not (inspect.isfunction(fn) or inspect.ismethod(fn)) or _runtime.is_recorded(fn):
         return fn
     # The SDK declares and invokes the function through inspect.signature (which follows
     # __wrapped__), __name__, __doc__ and get_type_hints; functools.wraps keeps all four, and

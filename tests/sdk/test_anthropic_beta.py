@@ -253,6 +253,45 @@ def test_tool_runner_rounds_are_each_a_model_call_in_the_turn(capture_dir, spans
     assert second["attrs"]["evalshift.output_text"] == "Done."
     assert [m["role"] for m in second["attrs"]["gen_ai.input.messages"]] == ["user", "assistant", "tool"]
     assert first["traceId"] == second["traceId"]
+    executed = spans("execute_tool")
+    # Each @beta_tool run by the runner is an execution, linked to the call it answers.
+    requested = {c["tool_name"]: c["call_id"] for c in first["attrs"]["evalshift.requested_tool_calls"]}
+    assert sorted((s["attrs"]["gen_ai.tool.name"], s["attrs"]["gen_ai.tool.call.id"]) for s in executed) == sorted(
+        requested.items())
+    assert {s["attrs"]["gen_ai.tool.name"]: s["attrs"]["gen_ai.tool.call.result"] for s in executed} == {
+        "lookup_order": "shipped", "notify_security_team": "notified"}
+    assert {s["traceId"] for s in executed} == {first["traceId"]}
+
+
+@pytest.mark.skipif("tool_runner" not in Messages.__dict__, reason="this anthropic has no tool_runner()")
+def test_tool_runner_executions_record_failures_and_are_not_doubled(capture_dir, spans, sim):
+    """A @beta_tool that raises is recorded failed (the runner reports the error to the model);
+    one that is also an @evalshift_sdk.tool is recorded once."""
+
+    @anthropic.beta_tool
+    def lookup_order(order_id: str) -> str:
+        """Look an order up by id."""
+        raise LookupError(f"no order {order_id}")
+
+    @anthropic.beta_tool
+    @evalshift_sdk.tool
+    def notify_security_team(summary: str) -> str:
+        """Escalate a security-sensitive ticket."""
+        return "notified"
+
+    client = _client(sim)
+    with evalshift_sdk.turn(prompt_id="runner"):
+        runner = client.beta.messages.tool_runner(
+            model=MODEL, max_tokens=128, messages=[{"role": "user", "content": "where is order A1?"}],
+            tools=[lookup_order, notify_security_team], thread=False,
+        )
+        for _ in runner:
+            pass
+    executed = {s["attrs"]["gen_ai.tool.name"]: s for s in spans("execute_tool")}
+    assert sorted(executed) == ["lookup_order", "notify_security_team"]
+    assert len(spans("execute_tool")) == 2
+    assert executed["lookup_order"]["attrs"]["evalshift.tool.failed"] is True
+    assert executed["lookup_order"]["attrs"]["error.type"] == "LookupError"
 
 
 def test_credentials_and_ids_never_reach_generation_config():
