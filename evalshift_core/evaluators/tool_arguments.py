@@ -356,8 +356,8 @@ class ToolArguments(Evaluator):
         metadata: dict[str, Any] = {"against": self.against, "fields": fields, "tools": list(dict.fromkeys(tools))}
         if missing:
             metadata["missing_calls"] = missing
-        return self.record(example, source_score=1.0, target_score=total / len(reference), labels=labels,
-                           metadata=metadata)
+        return new_record(example.id, self.type_name, self.name, None, 1.0, total / len(reference), False, labels,
+                          metadata)
 
     def _field_entries(
         self, tool: str, fields: list[tuple[str, Any, Any, float]], k: int | None
