@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import multiprocessing
 from pathlib import Path
 
 import openai
@@ -49,6 +50,17 @@ def _agent(client: openai.OpenAI, tracer) -> None:
 
 
 def _record(instrumentor, directory: Path) -> Path:
+    """The agent's spans from ``instrumentor``, recorded in a forked child: OpenLLMetry's
+    ``uninstrument()`` leaves wrappers on the openai client behind, and they would change what
+    later tests in this process send (they read a messages iterator before the request)."""
+    child = multiprocessing.get_context("fork").Process(target=_record_here, args=(instrumentor, directory))
+    child.start()
+    child.join(120)
+    assert child.exitcode == 0, "recording failed in the child (its traceback is above)"
+    return directory / "otel.jsonl"
+
+
+def _record_here(instrumentor, directory: Path) -> Path:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
