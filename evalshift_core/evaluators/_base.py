@@ -1,6 +1,7 @@
 """What every evaluator is and produces: the Evaluator base class and ``scores.jsonl`` records.
 
-Also the small pieces several evaluators share: replayed rounds, JSON equality, call matching.
+Also what several evaluators share: the per-pair derived data (:class:`Pair`), replayed rounds,
+JSON equality, call matching, and records built without validation.
 """
 
 from __future__ import annotations
