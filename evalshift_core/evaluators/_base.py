@@ -7,6 +7,7 @@ JSON equality, call matching, and records built without validation.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
@@ -104,6 +105,9 @@ class Evaluator:
         )
 
 
+tool_name_of = attrgetter("tool_name")
+"""A call's ``tool_name``, as a C-level function (``map`` over it builds no Python frame)."""
+
 # Every field is set on a record we build, so one set serves them all: pydantic only ever adds
 # an already present name to it (on assignment) and copies it on ``model_copy``.
 _ALL_FIELDS_SET = set(ScoreRecord.model_fields)
@@ -180,9 +184,9 @@ class Pair:
         """Neither side was replayed round by round: every call is round 1."""
         self.source_calls: list[ToolCall] = source.calls
         self.target_calls: list[ToolCall] = target.calls
-        self.source_names: tuple[str, ...] = tuple([c.tool_name for c in self.source_calls])
+        self.source_names: tuple[str, ...] = tuple(map(tool_name_of, self.source_calls))
         """Tool names of every source call, in order (the whole trace, all rounds)."""
-        self.target_names: tuple[str, ...] = tuple([c.tool_name for c in self.target_calls])
+        self.target_names: tuple[str, ...] = tuple(map(tool_name_of, self.target_calls))
         self._same_calls: bool | None = None
         self._matches: list[int | None] | None = None
         self._arguments_equal: list[bool] | None = None

@@ -19,6 +19,7 @@ from ._base import (
     new_record,
     replayed_rounds,
     round_calls,
+    tool_name_of,
 )
 
 MODES = ("expected", "expected_set", "exact", "set", "first")
@@ -176,7 +177,7 @@ class ToolSelection(Evaluator):
                         example, side=side, source_score=1.0, target_score=1.0, skipped=True,
                         metadata={"mode": mode, "skipped": True, "reason": "no expected_tools on this example"},
                     )
-                ref = tuple([c.tool_name for c in expected])
+                ref = tuple(map(tool_name_of, expected))
                 # Identical name sequences score 1.0 in every mode.
                 s_score = 1.0 if src == ref else compare_names(mode, src, ref)
                 t_score = 1.0 if tgt == ref else compare_names(mode, tgt, ref)
