@@ -152,9 +152,11 @@ def _cyclic_gc_paused() -> Iterator[None]:
     so reference counting frees everything they drop. What survives the run is the records,
     alive by construction (they are returned): the young-generation passes that would follow
     (one at the next allocation, one a few later, each over every record) could free nothing,
-    so ``gc.freeze(); gc.unfreeze()`` moves them straight to the oldest generation, where full
-    collections see them as they see any long-lived data. Skipped when the host froze objects
-    itself (``gc.freeze`` before forking): ``unfreeze`` would undo that.
+    so ``gc.freeze(); gc.unfreeze()`` moves every live object (the records, and whatever the
+    host allocated since its last collection) straight to the oldest generation, where full
+    collections see them as they see any long-lived data; a host's young garbage cycle then waits
+    for the next full collection. Skipped when the host froze objects itself (``gc.freeze``
+    before forking): ``unfreeze`` would undo that.
     """
     was_enabled = gc.isenabled()
     gc.disable()
