@@ -424,14 +424,60 @@ async def _atool_call(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> An
     return result
 
 
+def _implicit_turn() -> Any:
+    """Outside any turn, the tool runner's rounds and executions still form one turn (as
+    google-genai's automatic function calling does), rather than one turn per round."""
+    need = False
+    with capture_internal_exceptions("anthropic.runner"):
+        need = get_runtime() is not None and _runtime.current_turn() is None
+    return _runtime.turn(_implicit=True) if need else None
+
+
+def _rounds_in_turn(rounds: Any) -> Any:
+    # Decided at the first round, not when the runner is made: it may be iterated in a turn.
+    scope = _implicit_turn()
+    if scope is None:
+        return (yield from rounds)
+    with scope:
+        return (yield from rounds)
+
+
+async def _arounds_in_turn(rounds: Any) -> Any:
+    scope = _implicit_turn()
+    try:
+        if scope is None:
+            async for item in rounds:
+                yield item
+            return
+        with scope:
+            async for item in rounds:
+                yield item
+    finally:
+        await rounds.aclose()  # closing the runner early closes its own loop too
+
+
+def _runner_rounds(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    return _rounds_in_turn(wrapped(*args, **kwargs))
+
+
+def _arunner_rounds(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    return _arounds_in_turn(wrapped(*args, **kwargs))
+
+
 def _function_tool_classes() -> list[tuple[Any, str, Any]]:
-    """``@beta_tool`` functions' ``call``, which the beta tool runner uses to execute them (on
-    releases that have the runner)."""
+    """``@beta_tool`` functions' ``call``, which the beta tool runner uses to execute them, and
+    the runner's loop (on releases that have the runner)."""
     try:
         from anthropic.lib.tools import BetaAsyncFunctionTool, BetaFunctionTool
     except ImportError:
         return []
-    return [(BetaFunctionTool, "call", _tool_call), (BetaAsyncFunctionTool, "call", _atool_call)]
+    targets = [(BetaFunctionTool, "call", _tool_call), (BetaAsyncFunctionTool, "call", _atool_call)]
+    try:
+        from anthropic.lib.tools._beta_runner import BaseAsyncToolRunner, BaseSyncToolRunner
+    except ImportError:
+        return targets
+    # The runner's loop: its rounds run inside this generator, whichever method drives it.
+    return targets + [(BaseSyncToolRunner, "__run__", _runner_rounds), (BaseAsyncToolRunner, "__run__", _arunner_rounds)]
 
 
 def instrument() -> None:

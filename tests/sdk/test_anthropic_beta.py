@@ -294,6 +294,74 @@ def test_tool_runner_executions_record_failures_and_are_not_doubled(capture_dir,
     assert executed["lookup_order"]["attrs"]["error.type"] == "LookupError"
 
 
+@pytest.mark.skipif("tool_runner" not in Messages.__dict__, reason="this anthropic has no tool_runner()")
+@pytest.mark.parametrize("aio", [False, True], ids=["sync", "async"])
+def test_tool_runner_outside_a_turn_is_one_turn(capture_dir, spans, sim, aio):
+    """Without turn(), the runner's rounds and executions form one implicit turn (as
+    google-genai's automatic function calling does), not one turn per round."""
+    if aio:
+
+        @anthropic.beta_async_tool
+        async def lookup_order(order_id: str) -> str:
+            """Look an order up by id."""
+            return "shipped"
+
+        @anthropic.beta_async_tool
+        async def notify_security_team(summary: str) -> str:
+            """Escalate a security-sensitive ticket."""
+            return "notified"
+
+        async def main() -> Any:
+            runner = _client(sim, aio=True).beta.messages.tool_runner(
+                model=MODEL, max_tokens=128, messages=[{"role": "user", "content": "where is order A1?"}],
+                tools=[lookup_order, notify_security_team])
+            return await runner.until_done()
+
+        final = asyncio.run(main())
+    else:
+
+        @anthropic.beta_tool
+        def lookup_order(order_id: str) -> str:
+            """Look an order up by id."""
+            return "shipped"
+
+        @anthropic.beta_tool
+        def notify_security_team(summary: str) -> str:
+            """Escalate a security-sensitive ticket."""
+            return "notified"
+
+        runner = _client(sim).beta.messages.tool_runner(
+            model=MODEL, max_tokens=128, messages=[{"role": "user", "content": "where is order A1?"}],
+            tools=[lookup_order, notify_security_team])
+        final = runner.until_done()
+    assert final.content[0].text == "Done."
+    assert evalshift_sdk.current_turn() is None  # nothing of the implicit turn is left behind
+    found = spans()
+    [turn] = [s for s in found if s["attrs"]["gen_ai.operation.name"] == "invoke_agent"]
+    assert turn["attrs"]["evalshift.implicit_turn"] is True
+    assert sorted(s["attrs"]["gen_ai.operation.name"] for s in found) == [
+        "chat", "chat", "execute_tool", "execute_tool", "invoke_agent"]
+    assert {s["traceId"] for s in found} == {turn["traceId"]}
+    assert all(s.get("parentSpanId") == turn["spanId"] for s in found if s is not turn)
+    assert all(s["attrs"].get("gen_ai.tool.call.id") for s in found if s["attrs"]["gen_ai.operation.name"] == "execute_tool")
+
+
+@pytest.mark.skipif("tool_runner" not in Messages.__dict__, reason="this anthropic has no tool_runner()")
+def test_a_tool_runner_closed_early_ends_its_implicit_turn(capture_dir, spans, sim):
+    @anthropic.beta_tool
+    def lookup_order(order_id: str) -> str:
+        """Look an order up by id."""
+        return "shipped"
+
+    runner = _client(sim).beta.messages.tool_runner(
+        model=MODEL, max_tokens=128, messages=[{"role": "user", "content": "where is order A1?"}],
+        tools=[lookup_order])
+    next(iter(runner))
+    runner.close()
+    assert evalshift_sdk.current_turn() is None
+    assert [s["attrs"]["gen_ai.operation.name"] for s in spans("invoke_agent")] == ["invoke_agent"]
+
+
 def test_credentials_and_ids_never_reach_generation_config():
     """Beta-only arguments that name who pays or carry tokens are not generation settings."""
     config = generation_config_of({
