@@ -62,6 +62,21 @@ def _ask(text: str = "where is order A1?") -> dict[str, Any]:
             "tools": [LOOKUP, NOTIFY], "betas": BETAS}
 
 
+def lookup_order(order_id: str) -> str:
+    """Look an order up by id."""
+    return "shipped"
+
+
+def notify_security_team(summary: str) -> str:
+    """Escalate a security-sensitive ticket."""
+    return "notified"
+
+
+def _runner_tools() -> list[Any]:
+    """The two tools as ``@beta_tool`` functions, for the beta tool runner."""
+    return [anthropic.beta_tool(lookup_order), anthropic.beta_tool(notify_security_team)]
+
+
 def _host_calls(blocks: Any) -> list[tuple[str, str, Any]]:
     return [(b.id, b.name, b.input) for b in blocks if b.type == "tool_use"]
 
@@ -229,21 +244,11 @@ def test_beta_tool_objects_are_offered_as_the_tools_they_send(capture_dir, spans
 def test_tool_runner_rounds_are_each_a_model_call_in_the_turn(capture_dir, spans, sim, stream):
     """The beta tool runner sends each round through ``beta.messages.create``: one span a round."""
 
-    @anthropic.beta_tool
-    def lookup_order(order_id: str) -> str:
-        """Look an order up by id."""
-        return "shipped"
-
-    @anthropic.beta_tool
-    def notify_security_team(summary: str) -> str:
-        """Escalate a security-sensitive ticket."""
-        return "notified"
-
     client = _client(sim)
     with evalshift_sdk.turn(prompt_id="runner"):
         runner = client.beta.messages.tool_runner(
             model=MODEL, max_tokens=128, messages=[{"role": "user", "content": "where is order A1?"}],
-            tools=[lookup_order, notify_security_team], thread=False, stream=stream,
+            tools=_runner_tools(), thread=False, stream=stream,
         )
         for round_ in runner:
             if stream:
@@ -319,20 +324,9 @@ def test_tool_runner_outside_a_turn_is_one_turn(capture_dir, spans, sim, aio):
 
         final = asyncio.run(main())
     else:
-
-        @anthropic.beta_tool
-        def lookup_order(order_id: str) -> str:
-            """Look an order up by id."""
-            return "shipped"
-
-        @anthropic.beta_tool
-        def notify_security_team(summary: str) -> str:
-            """Escalate a security-sensitive ticket."""
-            return "notified"
-
         runner = _client(sim).beta.messages.tool_runner(
             model=MODEL, max_tokens=128, messages=[{"role": "user", "content": "where is order A1?"}],
-            tools=[lookup_order, notify_security_team])
+            tools=_runner_tools())
         final = runner.until_done()
     assert final.content[0].text == "Done."
     assert evalshift_sdk.current_turn() is None  # nothing of the implicit turn is left behind
@@ -348,14 +342,9 @@ def test_tool_runner_outside_a_turn_is_one_turn(capture_dir, spans, sim, aio):
 
 @pytest.mark.skipif("tool_runner" not in Messages.__dict__, reason="this anthropic has no tool_runner()")
 def test_a_tool_runner_closed_early_ends_its_implicit_turn(capture_dir, spans, sim):
-    @anthropic.beta_tool
-    def lookup_order(order_id: str) -> str:
-        """Look an order up by id."""
-        return "shipped"
-
     runner = _client(sim).beta.messages.tool_runner(
         model=MODEL, max_tokens=128, messages=[{"role": "user", "content": "where is order A1?"}],
-        tools=[lookup_order])
+        tools=_runner_tools())
     next(iter(runner))
     runner.close()
     assert evalshift_sdk.current_turn() is None
