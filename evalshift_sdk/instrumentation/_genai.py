@@ -1,7 +1,8 @@
 """Provider-neutral span bookkeeping shared by every instrumentation.
 
 The provider modules turn their SDK's request and response into plain values; this module
-turns those values into one ``chat {model}`` span per model call, and proxies streams.
+turns those values into one ``chat {model}`` span per model call, and proxies streams. What
+can wait (message conversion, toolset hashing, JSON) waits for the export thread (``Deferred``).
 """
 
 from __future__ import annotations
