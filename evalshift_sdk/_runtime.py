@@ -161,6 +161,14 @@ def turn(
                 state.requested.clear()
 
 
+def implicit_turn() -> Any:
+    """A turn for rounds that belong together but run outside any turn (a provider SDK's own
+    tool loop), or None when capture is off or a turn is already open."""
+    if _runtime is None or _current_turn.get() is not None:
+        return None
+    return turn(_implicit=True)
+
+
 def _mark_error(span: Any, exc: BaseException) -> None:
     from opentelemetry.trace import Status, StatusCode
 

@@ -427,10 +427,10 @@ async def _atool_call(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> An
 def _implicit_turn() -> Any:
     """Outside any turn, the tool runner's rounds and executions still form one turn (as
     google-genai's automatic function calling does), rather than one turn per round."""
-    need = False
+    scope = None
     with capture_internal_exceptions("anthropic.runner"):
-        need = get_runtime() is not None and _runtime.current_turn() is None
-    return _runtime.turn(_implicit=True) if need else None
+        scope = _runtime.implicit_turn()
+    return scope
 
 
 def _rounds_in_turn(rounds: Any) -> Any:

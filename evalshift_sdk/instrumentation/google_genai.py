@@ -320,10 +320,12 @@ async def _agenerate_stream(wrapped: Any, instance: Any, args: Any, kwargs: Any)
 def _afc_turn(kwargs: Mapping[str, Any]) -> Any:
     """Outside any turn, automatic function calling still forms one turn: its rounds belong
     together, so they are grouped under an implicit turn rather than split into several."""
-    need = False
+    scope = None
     with capture_internal_exceptions("genai.afc"):
-        need = _runtime.get_runtime() is not None and _runtime.current_turn() is None and _has_callables(kwargs)
-    return _runtime.turn(_implicit=True) if need else None
+        scope = _runtime.implicit_turn()
+        if scope is not None and not _has_callables(kwargs):
+            scope = None
+    return scope
 
 
 def _afc_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
