@@ -46,13 +46,6 @@ def _config(path: str | None) -> Any:
     return load_config(path)
 
 
-def _config_dir(path: str | None) -> Path:
-    from ._config import find_config
-
-    found = find_config(path)
-    return found.resolve().parent if found is not None else Path.cwd()
-
-
 def _run_options(concurrency: int | None, max_cost: float | None, no_cache: bool) -> dict[str, Any]:
     """The replay options the user set, as :func:`evalshift_core.run` keywords."""
     options: dict[str, Any] = {}
@@ -369,7 +362,7 @@ def run(suite_name: str | None, suite_file: str | None, source: str | None, targ
     source, target = _models(cfg, source, target)
     name, examples = _suite_examples(base, suite_name, suite_file)
     options = _run_options(concurrency, max_cost, no_cache)
-    examples = apply_prompt_tools(examples, cfg, config_dir=_config_dir(config_path))
+    examples = apply_prompt_tools(examples, cfg, config_dir=cfg.tools_dir or Path.cwd())
     template = cfg.template_for(examples[0].prompt_id if examples else None)
     progress(f"replaying {len(examples)} examples of {name}: {source} -> {target} ...")
     result = _run.run(examples, source=source, target=target, base=base, suite_name=name, providers=cfg.providers,
