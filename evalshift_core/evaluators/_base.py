@@ -6,6 +6,7 @@ JSON equality, call matching, and records built without validation.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from operator import attrgetter
 from typing import Any, ClassVar
@@ -167,7 +168,7 @@ class Pair:
     """
 
     __slots__ = ("example", "source", "target", "timelines", "single_shot", "source_calls", "target_calls",
-                 "source_names", "target_names", "_same_calls", "_matches", "_arguments_equal")
+                 "source_names", "target_names", "_same_calls", "_matches", "_arguments_equal", "_expected_names")
 
     def __init__(
         self,
@@ -190,6 +191,16 @@ class Pair:
         self._same_calls: bool | None = None
         self._matches: list[int | None] | None = None
         self._arguments_equal: list[bool] | None = None
+        self._expected_names: tuple[str, ...] | None | bool = False
+
+    @property
+    def expected_names(self) -> tuple[str, ...] | None:
+        """Tool names of the example's expected calls for round 1, or None without ground truth."""
+        names = self._expected_names
+        if names is False:
+            expected = self.example.expected_round(1)
+            names = self._expected_names = None if expected is None else tuple(map(tool_name_of, expected))
+        return names  # type: ignore[return-value]
 
     @property
     def matches(self) -> list[int | None]:
@@ -199,10 +210,7 @@ class Pair:
         """
         matches = self._matches
         if matches is None:
-            if self.source_names == self.target_names:  # match_calls_greedy's own shortcut, on tuples
-                matches = self._matches = list(range(len(self.source_names)))
-            else:
-                matches = self._matches = match_calls_greedy(self.source_calls, self.target_calls)
+            matches = self._matches = match_names_greedy(self.source_names, self.target_names)
         return matches
 
     @property
@@ -285,23 +293,34 @@ def match_calls_greedy(reference: Sequence[ToolCall | Any], actual: Sequence[Too
     Positions within the round stand in for ``sequence_index`` (they are equal on a
     single-shot trace; on a multi-round trace earlier rounds may differ in call count).
     """
+    return match_names_greedy(tuple(map(tool_name_of, reference)), tuple(map(tool_name_of, actual)))
+
+
+def match_names_greedy(reference: Sequence[str], actual: Sequence[str]) -> list[int | None]:
+    """:func:`match_calls_greedy` on the two sides' tool names, in call order."""
     n = len(reference)
-    if n == len(actual) and all(reference[i].tool_name == actual[i].tool_name for i in range(n)):
+    if n == len(actual) and reference == actual:
         return list(range(n))  # same names in the same order: every call is its own nearest
-    by_name: dict[str, list[int]] = {}
-    for j, call in enumerate(actual):
-        by_name.setdefault(call.tool_name, []).append(j)
+    positions: dict[str, list[int]] = {}  # per name, its unmatched actual positions, ascending
+    for j, name in enumerate(actual):
+        free = positions.get(name)
+        if free is None:
+            positions[name] = [j]
+        else:
+            free.append(j)
     out: list[int | None] = []
-    for i, ref in enumerate(reference):
-        candidates = by_name.get(ref.tool_name)
-        if not candidates:
+    for i, name in enumerate(reference):
+        free = positions.get(name)
+        if not free:
             out.append(None)
-            continue
-        if len(candidates) == 1:
-            out.append(candidates.pop())
-            continue
-        best = min(range(len(candidates)), key=lambda c: (abs(candidates[c] - i), candidates[c]))
-        out.append(candidates.pop(best))
+        elif len(free) == 1:
+            out.append(free.pop())
+        else:
+            # The nearest free position; on a tie the earlier one.
+            k = bisect_left(free, i)
+            if k == len(free) or (k > 0 and i - free[k - 1] <= free[k] - i):
+                k -= 1
+            out.append(free.pop(k))
     return out
 
 
@@ -310,19 +329,21 @@ def surplus(a: Sequence[str], b: Sequence[str]) -> list[str]:
 
     ``list((Counter(a) - Counter(b)).elements())`` without building two Counters (hot path).
     """
-    counts: dict[str, int] = {}
-    for x in a:
-        counts[x] = counts.get(x, 0) + 1
+    if len(a) + len(b) > 64:  # the list scans below are quadratic; count instead
+        counts: dict[str, int] = {}
+        for x in a:
+            counts[x] = counts.get(x, 0) + 1
+        for x in b:
+            if x in counts:
+                counts[x] -= 1
+        return [x for x, k in counts.items() for _ in range(k)]
+    rest = list(a)
     for x in b:
-        if x in counts:
-            counts[x] -= 1
-    out: list[str] = []
-    for x, n in counts.items():
-        if n == 1:
-            out.append(x)
-        elif n > 1:
-            out += [x] * n
-    return out
+        if x in rest:
+            rest.remove(x)
+    if len(rest) > 1:
+        rest.sort(key=a.index)  # group repeats at their name's first appearance (stable)
+    return rest
 
 
 def call_names(calls: Sequence[Any] | None) -> list[str]:

@@ -72,8 +72,12 @@ def field_equality(reference: Any, actual: Any, *, unequal: bool = False) -> tup
     return 1.0 - len(unequal) / len(keys), unequal
 
 
-def unverified_dangerous(names: list[str], dangerous: frozenset[str], verification: frozenset[str]) -> list[str]:
+def unverified_dangerous(names: Sequence[str], dangerous: frozenset[str], verification: frozenset[str]) -> list[str]:
     """Dangerous calls with no verification tool anywhere before them."""
+    if dangerous.isdisjoint(names):
+        return []
+    if verification.isdisjoint(names):
+        return [name for name in names if name in dangerous]
     out: list[str] = []
     verified = False
     for name in names:
@@ -163,69 +167,78 @@ class AgentTrace(Evaluator):
         matches: list[int | None],
         arguments_equal: list[bool] | None,
     ) -> ScoreRecord:
-        """Score one pair of call sequences; ``arguments_equal`` is the pair's, when known."""
+        """Score one pair of call sequences; ``arguments_equal`` is the pair's, when known.
+
+        Each label is added at most once, so ``labels`` needs no de-duplication.
+        """
         labels: list[str] = []
         tools: list[str] = []
         same_names = sn == tn  # arguments drifted only: the name-based checks agree on both sides
         order = 1.0 if same_names else order_similarity(sn, tn)
         if order < 1.0:
-            same = sorted(sn) == sorted(tn)
-            labels.append("TOOL_ORDER_DRIFT" if same else "TOOL_SELECTION_DRIFT")
-            tools.extend(sn[:1] if same else surplus(sn, tn) + surplus(tn, sn))
+            if sorted(sn) == sorted(tn):
+                labels.append("TOOL_ORDER_DRIFT")
+                tools += sn[:1]
+            else:
+                labels.append("TOOL_SELECTION_DRIFT")
+                tools += surplus(sn, tn)
+                tools += surplus(tn, sn)
         fields: list[dict[str, Any]] = []
         if src_calls:
             total = 0.0
             for i, j in enumerate(matches):
                 if j is None:
                     continue
-                known = arguments_equal is not None
-                if known and arguments_equal[i]:
-                    total += 1.0  # what field_equality gives equal arguments
-                    continue
-                call = src_calls[i]
-                s, unequal = field_equality(call.arguments, tgt_calls[j].arguments, unequal=known)
+                if arguments_equal is not None:
+                    if arguments_equal[i]:
+                        total += 1.0  # what field_equality gives equal arguments
+                        continue
+                    s, unequal = field_equality(src_calls[i].arguments, tgt_calls[j].arguments, unequal=True)
+                else:
+                    s, unequal = field_equality(src_calls[i].arguments, tgt_calls[j].arguments)
                 total += s
                 if unequal:
+                    call = src_calls[i]
                     ref = call.arguments if isinstance(call.arguments, dict) else {"(arguments)": call.arguments}
                     act = tgt_calls[j].arguments if isinstance(tgt_calls[j].arguments, dict) else {"(arguments)": tgt_calls[j].arguments}
                     for key in unequal:
                         fields.append({"tool": call.tool_name, "field": key, "source": ref.get(key), "target": act.get(key),
                                        "score": 0.0, "label": "ARGUMENT_VALUE_DRIFT"})
+                        tools.append(call.tool_name)
             arguments = total / len(src_calls)
         else:
             arguments = 1.0
         if fields:
             labels.append("ARGUMENT_VALUE_DRIFT")
-            tools.extend([f["tool"] for f in fields])
-        s_parts = [1.0, 1.0]
-        t_parts = [order, arguments]
         metadata: dict[str, Any] = {"timeline": origin, "order_similarity": order, "argument_equality": arguments,
                                     "source_tools": sn, "target_tools": tn, "fields": fields}
         dangerous = self.dangerous_tools
-        if dangerous:
-            if same_names:
+        if not dangerous:
+            s_score, t_score = 1.0, (order + arguments) / 2  # sum([order, arguments]) / 2, as parts
+        else:
+            # The parts: order, arguments, no extra dangerous call and (when checked) verification.
+            if same_names or dangerous.isdisjoint(tn):
                 extra = []
             else:
-                t_danger = [n for n in tn if n in dangerous]
-                extra = surplus(t_danger, [n for n in sn if n in dangerous]) if t_danger else []
-            s_parts.append(1.0)
-            t_parts.append(0.0 if extra else 1.0)
+                extra = surplus([n for n in tn if n in dangerous], [n for n in sn if n in dangerous])
             danger: dict[str, Any] = {"extra": extra}
             if extra:
                 labels.append("DANGEROUS_ACTION_DRIFT")
-                tools.extend(extra)
+                tools += extra
             if self.check_missing_verification:
                 s_unverified = unverified_dangerous(sn, dangerous, self.verification_tools)
                 t_unverified = (list(s_unverified) if same_names
                                 else unverified_dangerous(tn, dangerous, self.verification_tools))
-                s_parts.append(0.0 if s_unverified else 1.0)
-                t_parts.append(0.0 if t_unverified else 1.0)
                 danger["source_unverified"] = s_unverified
                 danger["target_unverified"] = t_unverified
                 if t_unverified:
                     labels.append("MISSING_VERIFICATION_STEP")
-                    tools.extend(t_unverified)
+                    tools += t_unverified
+                s_score = (3.0 + (0.0 if s_unverified else 1.0)) / 4
+                t_score = (0 + order + arguments + (0.0 if extra else 1.0) + (0.0 if t_unverified else 1.0)) / 4
+            else:
+                s_score = 3.0 / 3
+                t_score = (0 + order + arguments + (0.0 if extra else 1.0)) / 3
             metadata["dangerous"] = danger
-        metadata["tools"] = list(dict.fromkeys(tools))
-        return new_record(example.id, self.type_name, self.name, None, sum(s_parts) / len(s_parts),
-                          sum(t_parts) / len(t_parts), False, list(dict.fromkeys(labels)), metadata)
+        metadata["tools"] = list(dict.fromkeys(tools)) if tools else tools
+        return new_record(example.id, self.type_name, self.name, None, s_score, t_score, False, labels, metadata)

@@ -19,7 +19,6 @@ from ._base import (
     new_record,
     replayed_rounds,
     round_calls,
-    tool_name_of,
 )
 
 MODES = ("expected", "expected_set", "exact", "set", "first")
@@ -146,54 +145,57 @@ class ToolSelection(Evaluator):
         return self.score_pair(Pair(example, source, target, timelines))
 
     def score_pair(self, pair: Pair) -> list[ScoreRecord]:
-        if pair.single_shot:
-            return [self._score_single_shot(pair, side, mode, truth) for side, mode, truth in self.sides]
-        return self._score_general(pair)
-
-    def _score_general(self, pair: Pair) -> list[ScoreRecord]:
-        """Round by round on the plain traces: what the single-shot path shortcuts (tests compare)."""
-        rounds = replayed_rounds(pair.source, pair.target)
-        return [
-            self._score_side(pair.example, pair.source, pair.target, side, mode, truth, rounds)
-            for side, mode, truth in self.sides
-        ]
-
-    def _score_single_shot(self, pair: Pair, side: str | None, mode: str, truth: bool) -> ScoreRecord:
-        """``_score_side`` of a single-shot pair, on the pair's name tuples (the common case)."""
+        if not pair.single_shot:
+            return self._score_general(pair)
+        # ``_score_side`` of a single-shot pair, on the pair's name tuples (the common case).
         example = pair.example
         src = pair.source_names
         tgt = pair.target_names
-        labels: list[str] = []
-        if truth:
+        out: list[ScoreRecord] = []
+        for side, mode, truth in self.sides:
+            if not truth:
+                # Divergence: the source is the yardstick, so its own score is 1.0 by construction.
+                if tgt == src:
+                    t_score, labels = 1.0, []
+                else:
+                    t_score = compare_names(mode, tgt, src)
+                    labels = [drift_label(tgt, src)] if t_score < 1.0 else []
+                out.append(new_record(example.id, self.type_name, self.name, side, 1.0, t_score, False, labels,
+                                      {"mode": mode, "source": list(src), "target": list(tgt)}))
+                continue
             if example.expected_no_tools:
                 # Seed 000: expected_no_tools scores 1.0 if and only if zero calls were made.
                 ref: tuple[str, ...] = ()
                 s_score = 1.0 if not src else 0.0
                 t_score = 1.0 if not tgt else 0.0
             else:
-                expected = example.expected_round(1)
-                if expected is None:
-                    return self.record(
+                ref = pair.expected_names
+                if ref is None:
+                    out.append(self.record(
                         example, side=side, source_score=1.0, target_score=1.0, skipped=True,
                         metadata={"mode": mode, "skipped": True, "reason": "no expected_tools on this example"},
-                    )
-                ref = tuple(map(tool_name_of, expected))
+                    ))
+                    continue
                 # Identical name sequences score 1.0 in every mode.
                 s_score = 1.0 if src == ref else compare_names(mode, src, ref)
                 t_score = 1.0 if tgt == ref else compare_names(mode, tgt, ref)
             if t_score < s_score:
-                labels.append(drift_label(tgt, ref))
+                labels = [drift_label(tgt, ref)]
             elif s_score < 1.0 and t_score < 1.0:
-                labels.append("TOOL_GROUND_TRUTH_MISS")
-            metadata = {"mode": mode, "expected": list(ref), "source": list(src), "target": list(tgt)}
-        else:
-            # Divergence: the source is the yardstick, so its own score is 1.0 by construction.
-            s_score = 1.0
-            t_score = 1.0 if tgt == src else compare_names(mode, tgt, src)
-            if t_score < 1.0:
-                labels.append(drift_label(tgt, src))
-            metadata = {"mode": mode, "source": list(src), "target": list(tgt)}
-        return new_record(example.id, self.type_name, self.name, side, s_score, t_score, False, labels, metadata)
+                labels = ["TOOL_GROUND_TRUTH_MISS"]
+            else:
+                labels = []
+            out.append(new_record(example.id, self.type_name, self.name, side, s_score, t_score, False, labels,
+                                  {"mode": mode, "expected": list(ref), "source": list(src), "target": list(tgt)}))
+        return out
+
+    def _score_general(self, pair: Pair) -> list[ScoreRecord]:
+        """Round by round on the plain traces: what ``score_pair`` shortcuts (tests compare)."""
+        rounds = replayed_rounds(pair.source, pair.target)
+        return [
+            self._score_side(pair.example, pair.source, pair.target, side, mode, truth, rounds)
+            for side, mode, truth in self.sides
+        ]
 
     def _grade_round(
         self, example: Example, source: ToolTrace, target: ToolTrace, k: int, mode: str, truth: bool

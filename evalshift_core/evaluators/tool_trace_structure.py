@@ -42,6 +42,8 @@ class ToolTraceStructure(Evaluator):
         self.check_refusals = bool(config.get("check_refusals", True))
         if not (self.check_call_count or self.check_parallelism or self.check_refusals):
             raise ValueError("every check is off: enable one of check_call_count, check_parallelism, check_refusals")
+        # The parts a single-shot pair with aligned refusals is scored on (each 1.0 unless it failed).
+        self._plain_parts = self.check_call_count + self.check_parallelism + self.check_refusals
 
     def score(
         self,
@@ -140,36 +142,22 @@ class ToolTraceStructure(Evaluator):
         parallelism alike (the source's parts are 1.0 by construction; aligned refusals add 1.0
         to both sides).
         """
-        ns, nt = len(pair.source_names), len(pair.target_names)
+        sn, tn = pair.source_names, pair.target_names
+        ns, nt = len(sn), len(tn)
         ps, pt = ns > 1, nt > 1
-        n_parts = 0
-        t_ones = 0
-        failed: list[str] = []
-        if self.check_call_count:
-            n_parts += 1
-            if abs(nt - ns) <= self.call_count_tolerance:
-                t_ones += 1
-            else:
-                failed.append("call_count")
-        if self.check_parallelism:
-            n_parts += 1
-            if ps == pt:
-                t_ones += 1
-            else:
-                failed.append("parallelism")
-        if self.check_refusals:
-            n_parts += 1
-            t_ones += 1
-        if failed:
-            sn, tn = pair.source_names, pair.target_names
-            diff = surplus(sn, tn) + surplus(tn, sn)
-            tools = list(dict.fromkeys(diff or sn[:1] or tn[:1]))
-            labels = ["TOOL_TRACE_STRUCTURE_DRIFT"]
-        else:
-            tools = []
-            labels = []
-        t_score = t_ones / n_parts  # the mean of the parts (ones and zeros), exactly
-        return new_record(pair.example.id, self.type_name, self.name, None, 1.0, t_score, False, labels,
-                          {"call_count_tolerance": self.call_count_tolerance, "source_call_count": ns,
-                           "target_call_count": nt, "source_parallel": ps, "target_parallel": pt,
-                           "failed": failed, "tools": tools})
+        tol = self.call_count_tolerance
+        count_drift = self.check_call_count and abs(nt - ns) > tol
+        parallel_drift = self.check_parallelism and ps is not pt
+        if not (count_drift or parallel_drift):
+            return new_record(pair.example.id, self.type_name, self.name, None, 1.0, 1.0, False, [],
+                              {"call_count_tolerance": tol, "source_call_count": ns, "target_call_count": nt,
+                               "source_parallel": ps, "target_parallel": pt, "failed": [], "tools": []})
+        failed = ["call_count", "parallelism"] if count_drift and parallel_drift else (
+            ["call_count"] if count_drift else ["parallelism"])
+        diff = surplus(sn, tn) + surplus(tn, sn)
+        n_parts = self._plain_parts
+        return new_record(pair.example.id, self.type_name, self.name, None, 1.0, (n_parts - len(failed)) / n_parts,
+                          False, ["TOOL_TRACE_STRUCTURE_DRIFT"],
+                          {"call_count_tolerance": tol, "source_call_count": ns, "target_call_count": nt,
+                           "source_parallel": ps, "target_parallel": pt, "failed": failed,
+                           "tools": list(dict.fromkeys(diff or sn[:1] or tn[:1]))})

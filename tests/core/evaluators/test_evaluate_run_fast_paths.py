@@ -24,7 +24,13 @@ from test_evaluator_properties import ARGUMENTS, NAMES, examples, traces
 
 from evalshift_core import Example, ToolCall, ToolTrace
 from evalshift_core.evaluators import ScoreRecord, build_evaluators, evaluate_run
-from evalshift_core.evaluators._base import Pair, fast_record, new_record, surplus
+from evalshift_core.evaluators._base import (
+    Pair,
+    fast_record,
+    match_names_greedy,
+    new_record,
+    surplus,
+)
 from evalshift_core.evaluators.tool_selection import lcs_length
 
 EVALUATORS = build_evaluators(CONFIG)
@@ -116,9 +122,26 @@ def test_lcs_length_equals_the_plain_dynamic_programme(a, b):
 
 
 @FAST
-@given(st.lists(NAMES, max_size=7), st.lists(NAMES, max_size=7))
+@given(st.lists(NAMES, max_size=40), st.lists(NAMES, max_size=40))
 def test_surplus_equals_counter_difference(a, b):
-    assert surplus(a, b) == list((Counter(a) - Counter(b)).elements())
+    """Short sequences take list scans, long ones (over 64 names together) a count: both agree."""
+    assert surplus(a, b) == surplus(tuple(a), tuple(b)) == list((Counter(a) - Counter(b)).elements())
+
+
+@FAST
+@given(st.lists(NAMES, max_size=9), st.lists(NAMES, max_size=9))
+def test_greedy_matching_takes_the_nearest_unmatched_call_of_the_same_name(reference, actual):
+    """Seed 001's rule, plainly: in reference order, the same-named actual call nearest in sequence
+    (the earlier one on a tie) that no earlier reference call took."""
+    free = list(range(len(actual)))
+    expected = []
+    for i, name in enumerate(reference):
+        candidates = [j for j in free if actual[j] == name]
+        best = min(candidates, key=lambda j: (abs(j - i), j), default=None)
+        if best is not None:
+            free.remove(best)
+        expected.append(best)
+    assert match_names_greedy(reference, actual) == match_names_greedy(tuple(reference), tuple(actual)) == expected
 
 
 # -- records built without validation --------------------------------------------------------
