@@ -257,6 +257,10 @@ def is_number(value: Any) -> bool:
     return t is int or t is float
 
 
+_JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
+_ABSENT: Any = object()
+
+
 def json_equal(a: Any, b: Any) -> bool:
     """Equality as JSON sees it: ``12 == 12.0`` but ``12.0 != "12"`` and ``1 != true``."""
     ta, tb = type(a), type(b)
@@ -265,15 +269,13 @@ def json_equal(a: Any, b: Any) -> bool:
             if len(a) != len(b):
                 return False
             for key, v in a.items():
-                if key not in b:
-                    return False
-                w = b[key]
+                w = b.get(key, _ABSENT)
                 tv = type(v)
                 # scalars of one type inline: this loop is the hot path of two evaluators
-                if tv is type(w) and (tv is str or tv is int or tv is float or tv is bool or v is None):
+                if tv is type(w) and tv in _JSON_SCALARS:
                     if v != w:
                         return False
-                elif not json_equal(v, w):
+                elif w is _ABSENT or not json_equal(v, w):
                     return False
             return True
         if ta is list:
