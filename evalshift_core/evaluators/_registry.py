@@ -170,6 +170,48 @@ def _cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+class _OutOfOrder(Exception):
+    """The run's rows are not one source and one target row per example, in example order."""
+
+
+Sides = Iterator[tuple[Example, ToolTrace | None, ToolTrace | None]]
+
+
+def _sides_in_order(examples: list[Example], calls: list[Call]) -> Sides:
+    """Each example with its source and target traces, read from ``calls`` as ``run`` returns them:
+    ``[source 1, target 1, source 2, target 2, ...]``.
+
+    Raises :class:`_OutOfOrder` at the first row that breaks that order (the caller starts over
+    with :func:`_sides_by_lookup`). Reading each row beside its example keeps it in cache and
+    spares two lookups in two run-sized dicts per example.
+    """
+    if len(calls) != 2 * len(examples):
+        raise _OutOfOrder
+    rows = iter(calls)
+    for example in examples:
+        s, t = next(rows), next(rows)
+        example_id = example.id
+        if s.role != "source" or t.role != "target" or s.example_id != example_id or t.example_id != example_id:
+            raise _OutOfOrder
+        yield example, None if s.error else s.trace, None if t.error else t.trace
+
+
+def _sides_by_lookup(examples: list[Example], calls: list[Call]) -> Sides:
+    """Each example with its source and target traces, in any row order; the last row of an
+    (example, role) wins, and a missing or failed row gives None."""
+    sources: dict[str, ToolTrace | None] = {}
+    targets: dict[str, ToolTrace | None] = {}
+    for c in calls:
+        role = c.role
+        if role == "source":
+            sources[c.example_id] = None if c.error else c.trace
+        elif role == "target":
+            targets[c.example_id] = None if c.error else c.trace
+    for example in examples:
+        example_id = example.id
+        yield example, sources.get(example_id), targets.get(example_id)
+
+
 def evaluate_run(
     examples: list[Example],
     calls: list[Call],
@@ -183,40 +225,42 @@ def evaluate_run(
 
     A failed call leaves the example unmeasured (seed 001: "a partially replayed example is
     unmeasured, not half-scored"). ``timelines`` maps ``(example_id, role)`` to imported
-    event lists (``evalshift traces import``), which ``agent_trace`` scores.
+    event lists (``evalshift traces import``), which ``agent_trace`` scores. ``calls`` may come
+    in any order; the order ``run`` returns them in is read without an index.
     """
     built = build_evaluators(evaluators, providers=providers) if evaluators is None or isinstance(evaluators, Mapping) else _resolve(evaluators)
-    # Each side's trace, or None when its call failed; the last row of an (example, role) wins.
-    # Read here, while each row is in cache, rather than on a second visit per example.
-    sources: dict[str, ToolTrace | None] = {}
-    targets: dict[str, ToolTrace | None] = {}
-    for c in calls:
-        role = c.role
-        if role == "source":
-            sources[c.example_id] = None if c.error else c.trace
-        elif role == "target":
-            targets[c.example_id] = None if c.error else c.trace
     scorers = [ev.score_pair for ev in built]
+    with _progress(len(examples), progress) as bar, _cyclic_gc_paused():
+        try:
+            return _score_sides(_sides_in_order(examples, calls), scorers, timelines, bar)
+        except _OutOfOrder:
+            bar.reset()
+            return _score_sides(_sides_by_lookup(examples, calls), scorers, timelines, bar)
+
+
+def _score_sides(
+    sides: Sides,
+    scorers: list[Any],
+    timelines: Mapping[tuple[str, str], Timeline] | None,
+    bar: Any,
+) -> list[ScoreRecord]:
     records: list[ScoreRecord] = []
     extend = records.extend
-    with _progress(len(examples), progress) as bar, _cyclic_gc_paused():
-        update = None if bar.disable else bar.update
-        for example in examples:
-            if update is not None:
-                update(1)
-            example_id = example.id
-            src, tgt = sources.get(example_id), targets.get(example_id)
-            if src is None or tgt is None:  # no row, a failed call, or no trace
-                continue
-            pair_timelines = None
-            if timelines:
-                s_events = timelines.get((example_id, "source"))
-                t_events = timelines.get((example_id, "target"))
-                if s_events is not None or t_events is not None:
-                    pair_timelines = (s_events or [], t_events or [])
-            pair = Pair(example, src, tgt, pair_timelines)
-            for score_pair in scorers:
-                extend(score_pair(pair))
+    update = None if bar.disable else bar.update
+    for example, src, tgt in sides:
+        if update is not None:
+            update(1)
+        if src is None or tgt is None:  # no row, a failed call, or no trace
+            continue
+        pair_timelines = None
+        if timelines:
+            s_events = timelines.get((example.id, "source"))
+            t_events = timelines.get((example.id, "target"))
+            if s_events is not None or t_events is not None:
+                pair_timelines = (s_events or [], t_events or [])
+        pair = Pair(example, src, tgt, pair_timelines)
+        for score_pair in scorers:
+            extend(score_pair(pair))
     return records
 
 

@@ -14,6 +14,7 @@ import copy
 import gc
 import hashlib
 import json
+import random
 from collections import Counter
 
 import pytest
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 from seeded_pairs import CONFIG, seeded_run
 from test_evaluator_properties import ARGUMENTS, NAMES, examples, traces
 
-from evalshift_core import Example, ToolCall, ToolTrace
+from evalshift_core import Call, Example, ToolCall, ToolTrace
 from evalshift_core.evaluators import ScoreRecord, build_evaluators, evaluate_run
 from evalshift_core.evaluators._base import (
     Pair,
@@ -54,6 +55,45 @@ def test_seeded_pairs_score_exactly_as_before_the_shortcuts():
         digest.update(json.dumps(r.model_dump(mode="json")).encode() + b"\n")
     assert len(records) == 6000
     assert digest.hexdigest() == SEEDED_DIGEST
+
+
+def _reordered(calls: list[Call], how: str) -> list[Call]:
+    calls = list(calls)
+    if how == "shuffled":
+        random.Random(5).shuffle(calls)
+    elif how == "one pair swapped midway":  # the in-order reading starts over after scoring half the run
+        k = len(calls) // 2 & ~1
+        calls[k], calls[k + 1] = calls[k + 1], calls[k]
+    elif how == "one row missing, one extra":  # as many rows as an in-order run, not one per example
+        calls[len(calls) // 2] = calls[0]
+    return calls
+
+
+@pytest.mark.parametrize("how", ["shuffled", "one pair swapped midway", "one row missing, one extra"])
+def test_row_order_changes_no_record(how):
+    """Rows in ``run``'s order are read in place, any other order through a lookup: the records agree."""
+    examples_, calls, timelines = seeded_run(120, seed=3)
+    in_order = evaluate_run(examples_, calls, EVALUATORS, timelines=timelines, progress=False)
+    reordered = _reordered(calls, how)
+    by_lookup = {}
+    for c in reordered:
+        by_lookup[(c.example_id, c.role)] = c
+    expected = evaluate_run(examples_, [by_lookup[k] for e in examples_ for k in ((e.id, "source"), (e.id, "target"))
+                                        if k in by_lookup], EVALUATORS, timelines=timelines, progress=False)
+    assert _dump(evaluate_run(examples_, reordered, EVALUATORS, timelines=timelines, progress=False)) == _dump(expected)
+    if how == "shuffled":
+        assert _dump(expected) == _dump(in_order)
+
+
+def test_a_later_row_for_the_same_example_and_role_wins():
+    """A resumed run may hold a retried row after the failed one; the later row is the one scored."""
+    examples_ = [Example(id="ex1", expected_tools=[{"tool_name": "a"}])]
+    failed = Call(example_id="ex1", role="target", model="m", error="APIError: boom")
+    source = Call(example_id="ex1", role="source", model="m", trace=ToolTrace(calls=[ToolCall(tool_name="a")]))
+    retried = Call(example_id="ex1", role="target", model="m", trace=ToolTrace(calls=[ToolCall(tool_name="b")]))
+    [record] = evaluate_run(examples_, [source, failed, retried], {"tool_selection": [{}]}, progress=False)
+    assert (record.source_score, record.target_score, record.metadata["target"]) == (1.0, 0.0, ["b"])
+    assert evaluate_run(examples_, [source, retried, failed], {"tool_selection": [{}]}, progress=False) == []
 
 
 def test_sharing_one_pair_across_evaluators_equals_scoring_each_alone():
