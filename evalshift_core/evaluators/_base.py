@@ -113,8 +113,8 @@ tool_name_of = attrgetter("tool_name")
 # an already present name to it (on assignment) and copies it on ``model_copy``.
 _ALL_FIELDS_SET = set(ScoreRecord.model_fields)
 _new_object = object.__new__
-_set_dict = object.__setattr__
-# BaseModel's slots, set through their descriptors: cheaper than object.__setattr__ by name.
+# BaseModel's __dict__ and slots, set through their descriptors: cheaper than object.__setattr__ by name.
+_set_dict = BaseModel.__dict__["__dict__"].__set__
 _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
@@ -133,7 +133,7 @@ def new_record(
 ) -> ScoreRecord:
     """:func:`fast_record` from the fields in declaration order (the evaluators' hot paths)."""
     record = _new_object(ScoreRecord)
-    _set_dict(record, "__dict__", {
+    _set_dict(record, {
         "example_id": example_id, "evaluator": evaluator, "name": name, "side": side,
         "source_score": source_score, "target_score": target_score, "skipped": skipped,
         "labels": labels, "metadata": metadata,
@@ -152,7 +152,7 @@ def fast_record(values: dict[str, Any]) -> ScoreRecord:
     run the record's construction would otherwise cost more than the scoring it reports.
     """
     record = _new_object(ScoreRecord)
-    _set_dict(record, "__dict__", values)
+    _set_dict(record, values)
     _set_fields_set(record, _ALL_FIELDS_SET)
     _set_extra(record, None)
     _set_private(record, None)
