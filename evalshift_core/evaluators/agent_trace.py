@@ -210,17 +210,20 @@ class AgentTrace(Evaluator):
             arguments = 1.0
         if fields:
             labels.append("ARGUMENT_VALUE_DRIFT")
+        # Each side scores the mean of its parts: order, arguments and, with dangerous tools set,
+        # no extra dangerous call and (when checked) verification before each dangerous one.
+        s_parts = [1.0, 1.0]
+        t_parts = [order, arguments]
         metadata: dict[str, Any] = {"timeline": origin, "order_similarity": order, "argument_equality": arguments,
                                     "source_tools": sn, "target_tools": tn, "fields": fields}
         dangerous = self.dangerous_tools
-        if not dangerous:
-            s_score, t_score = 1.0, (order + arguments) / 2  # sum([order, arguments]) / 2, as parts
-        else:
-            # The parts: order, arguments, no extra dangerous call and (when checked) verification.
+        if dangerous:
             if same_names or dangerous.isdisjoint(tn):
                 extra = []
             else:
                 extra = surplus([n for n in tn if n in dangerous], [n for n in sn if n in dangerous])
+            s_parts.append(1.0)
+            t_parts.append(0.0 if extra else 1.0)
             danger: dict[str, Any] = {"extra": extra}
             if extra:
                 labels.append("DANGEROUS_ACTION_DRIFT")
@@ -229,16 +232,14 @@ class AgentTrace(Evaluator):
                 s_unverified = unverified_dangerous(sn, dangerous, self.verification_tools)
                 t_unverified = (list(s_unverified) if same_names
                                 else unverified_dangerous(tn, dangerous, self.verification_tools))
+                s_parts.append(0.0 if s_unverified else 1.0)
+                t_parts.append(0.0 if t_unverified else 1.0)
                 danger["source_unverified"] = s_unverified
                 danger["target_unverified"] = t_unverified
                 if t_unverified:
                     labels.append("MISSING_VERIFICATION_STEP")
                     tools += t_unverified
-                s_score = (3.0 + (0.0 if s_unverified else 1.0)) / 4
-                t_score = (0 + order + arguments + (0.0 if extra else 1.0) + (0.0 if t_unverified else 1.0)) / 4
-            else:
-                s_score = 3.0 / 3
-                t_score = (0 + order + arguments + (0.0 if extra else 1.0)) / 3
             metadata["dangerous"] = danger
         metadata["tools"] = list(dict.fromkeys(tools)) if tools else tools
-        return new_record(example.id, self.type_name, self.name, None, s_score, t_score, False, labels, metadata)
+        return new_record(example.id, self.type_name, self.name, None, sum(s_parts) / len(s_parts),
+                          sum(t_parts) / len(t_parts), False, labels, metadata)
