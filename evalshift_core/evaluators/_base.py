@@ -113,6 +113,8 @@ tool_name_of = attrgetter("tool_name")
 # an already present name to it (on assignment) and copies it on ``model_copy``.
 _ALL_FIELDS_SET = set(ScoreRecord.model_fields)
 _new_object = object.__new__
+_ABSENT: Any = object()
+"""A value no caller passes: a missing key, a lazy value not computed yet."""
 # BaseModel's __dict__ and slots, set through their descriptors: cheaper than object.__setattr__ by name.
 _set_dict = BaseModel.__dict__["__dict__"].__set__
 _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
@@ -191,16 +193,16 @@ class Pair:
         self._same_calls: bool | None = None
         self._matches: list[int | None] | None = None
         self._arguments_equal: list[bool] | None = None
-        self._expected_names: tuple[str, ...] | None | bool = False
+        self._expected_names: Any = _ABSENT  # not read yet (None: the example has no ground truth)
 
     @property
     def expected_names(self) -> tuple[str, ...] | None:
         """Tool names of the example's expected calls for round 1, or None without ground truth."""
         names = self._expected_names
-        if names is False:
+        if names is _ABSENT:
             expected = self.example.expected_round(1)
             names = self._expected_names = None if expected is None else tuple(map(tool_name_of, expected))
-        return names  # type: ignore[return-value]
+        return names
 
     @property
     def matches(self) -> list[int | None]:
@@ -258,7 +260,6 @@ def is_number(value: Any) -> bool:
 
 
 _JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
-_ABSENT: Any = object()
 
 
 def json_equal(a: Any, b: Any) -> bool:

@@ -238,7 +238,7 @@ class ToolSelection(Evaluator):
         truth: bool,
         rounds: list[int] | None,
     ) -> ScoreRecord:
-        if rounds is None:  # single-shot: the common case, kept lean
+        if rounds is None:  # single-shot: the reference the tests hold score_pair's own loop equal to
             entry, labels = self._grade_round(example, source, target, 1, mode, truth)
             if entry.get("skipped"):
                 return self.record(
