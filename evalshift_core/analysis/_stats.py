@@ -41,6 +41,9 @@ NORMALITY_ALPHA = 0.05
 """Shapiro-Wilk level below which the differences are treated as not normal."""
 EXACT_TIED_CUTOFF = 13
 """scipy's ``wilcoxon`` enumerates every sign flip up to this many tied or zero differences."""
+TIE_TOLERANCE = 1e-12
+"""Scores live in [0, 1]: a difference smaller than this is floating-point residue (a mean of
+per-round scores summed in another order), not a change, and counts as a tie."""
 
 
 @dataclass(frozen=True)
@@ -160,6 +163,7 @@ def paired_test(
 
     s, t = _paired(source, target)
     d = t - s
+    d[np.abs(d) < TIE_TOLERANCE] = 0.0
     n = d.size
     if n < 3:
         return PairedTestResult("none", None, None, f"{n} paired example(s): a paired test needs at least 3")
