@@ -1,7 +1,8 @@
-"""The noisy support world, driven by an agent loop on the openai SDK."""
+"""The noisy support world and the demo's noisy models, driven by an agent loop on the openai SDK."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from collections import Counter
@@ -10,6 +11,7 @@ from typing import Any
 import openai
 import pytest
 
+from evalshift_core._demo import DEMO_NOISE, DEMO_SCRIPTS, find_example_agent
 from evalshift_core.simulator import Simulator, load_scripts
 from evalshift_core.simulator._worlds import (
     FREE_TEXT_FIELDS,
@@ -125,3 +127,18 @@ def test_two_runs_of_one_model_differ_as_real_agents_do(world):
     assert set(seen) == {"lookups", "order", "free text", "number formatting"}, seen
     assert sum(first == second for first, second in zip(*runs)) < len(batch) / 4
 
+
+def test_the_demo_models_vary_between_replays_and_keep_their_behaviour():
+    spec = importlib.util.spec_from_file_location("support_agent", find_example_agent())
+    agent = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(agent)
+    TICKETS, DEMO_TOOLS = agent.TICKETS, agent.TOOLS  # noqa: N806 - the example's names
+    with Simulator(load_scripts(DEMO_SCRIPTS, noise=DEMO_NOISE)) as sim:
+        client = openai.OpenAI(base_url=sim.openai_base_url, api_key="k", max_retries=0)
+        for model in ("sim-baseline", "sim-candidate"):
+            first = [run_agent(client, model, t, DEMO_TOOLS) for t, _ in TICKETS]
+            second = [run_agent(client, model, t, DEMO_TOOLS) for t, _ in TICKETS]
+            assert first != second and all(answer for _, answer in first + second)
+            security = [names(r) for (t, tags), (r, _) in zip(TICKETS * 2, first + second) if "security" in tags]
+            notifies = [n == ["notify_security_team"] for n in security]
+            assert all(notifies) if model == "sim-baseline" else not any(notifies)
