@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ from ._config import Config
 from ._io import atomic_write_json, atomic_write_jsonl
 from ._models import Call, Example
 from ._report import build_report, write_report
-from ._run import run
+from ._run import check_sides, run
 from ._suite import DEFAULT_BASE, load_suite, suite_path
 from ._tools_file import apply_prompt_tools
 from .evaluators import build_evaluators, evaluate_run
@@ -27,6 +27,8 @@ class Comparison:
     run_dir: Path
     analysis: Analysis
     report_path: Path
+    manifest: dict[str, Any] = field(default_factory=dict)
+    """The run's ``run.json``: models, suite, ``cached_calls`` of ``model_calls``."""
 
     @property
     def verdict(self) -> str:
@@ -74,7 +76,8 @@ def compare(
     ``suite`` is a suite name under ``<base>/suites``, a path to a suite file, or examples.
     ``out_dir`` is the base folder (default ``.evalshift``); ``run_options`` go to :func:`run`.
     Examples without a toolset get their prompt's ``tools_path`` tools, read relative to the
-    config file's folder (``load_config``) or else the current directory.
+    config file's folder (``load_config``) or else the current directory. A run in which every
+    call of one side failed raises :class:`ReplayError` with the provider's message.
     """
     cfg = config if isinstance(config, Config) else Config.model_validate(dict(config or {}))
     base = Path(out_dir or DEFAULT_BASE)
@@ -97,5 +100,7 @@ def compare(
     template = cfg.template_for(examples[0].prompt_id if examples else None)
     result = run(examples, source=source, target=target, base=base, suite_name=suite_name,
                  providers=merged, template=template, **dict(run_options or {}))
+    check_sides(result.run_id, result.calls)  # a side that never answered is an error, not a verdict
     analysis, report_path = evaluate_and_report(result.run_dir, result.manifest, examples, result.calls, cfg)
-    return Comparison(run_id=result.run_id, run_dir=result.run_dir, analysis=analysis, report_path=report_path)
+    return Comparison(run_id=result.run_id, run_dir=result.run_dir, analysis=analysis, report_path=report_path,
+                      manifest=result.manifest)

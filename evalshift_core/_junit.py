@@ -1,6 +1,8 @@
 """JUnit XML for CI gates: one testcase per comparison and per regression, plus the verdict.
 
-CI systems (GitHub, GitLab, Jenkins) render these files natively, so a gate shows what broke.
+CI systems (GitHub, GitLab, Jenkins) render these files natively, so a gate shows what broke. The
+file agrees with the exit code: it holds failures only when the verdict fails the gate (a FAIL, or
+an INCONCLUSIVE under ``--fail-on-inconclusive``); otherwise what would have failed is skipped.
 """
 
 from __future__ import annotations
@@ -28,8 +30,13 @@ def comparison_failed(c: Mapping[str, Any], alpha: float) -> bool:
     return diff is not None and diff < 0 and p_adj is not None and p_adj < alpha
 
 
-def build_junit(payload: Mapping[str, Any], *, alpha: float = 0.05) -> ET.Element:
-    """The ``<testsuites>`` tree for a verdict payload (``run_id``, ``verdict``, ``comparisons``, ...)."""
+def build_junit(payload: Mapping[str, Any], *, alpha: float = 0.05, fail_on_inconclusive: bool = False) -> ET.Element:
+    """The ``<testsuites>`` tree for a verdict payload (``run_id``, ``verdict``, ``comparisons``, ...).
+
+    Only a FAIL verdict turns comparisons and regressions into failures; under any other verdict
+    they are skipped with the verdict named, so the file never fails a job the exit code passed.
+    An inconclusive verdict is skipped, or a failure under ``fail_on_inconclusive`` (exit 3).
+    """
     run_id = str(payload.get("run_id"))
     suites = ET.Element("testsuites", name="evalshift")
 
@@ -39,11 +46,18 @@ def build_junit(payload: Mapping[str, Any], *, alpha: float = 0.05) -> ET.Elemen
     verdict_suite = suite(f"evalshift.verdict[{run_id}]")
     case = ET.SubElement(verdict_suite, "testcase", classname="evalshift.verdict", name="verdict")
     verdict = payload.get("verdict")
+    failing = verdict == "fail"
     reasons = "\n".join(str(r) for r in payload.get("reasons") or [])
-    if verdict == "fail":
-        ET.SubElement(case, "failure", message="verdict: fail", type="verdict").text = reasons
+    if failing or (verdict == "inconclusive" and fail_on_inconclusive):
+        ET.SubElement(case, "failure", message=f"verdict: {verdict}", type="verdict").text = reasons
     elif verdict != "pass":
         ET.SubElement(case, "skipped", message=f"verdict: {verdict}").text = reasons
+
+    def fail_or_skip(case: ET.Element, message: str, kind: str) -> None:
+        if failing:
+            ET.SubElement(case, "failure", message=message, type=kind)
+        else:
+            ET.SubElement(case, "skipped", message=f"{message} (not decisive: the verdict is {verdict})")
 
     comp_suite = suite(f"evalshift.comparisons[{run_id}]")
     for c in payload.get("comparisons") or []:
@@ -54,7 +68,7 @@ def build_junit(payload: Mapping[str, Any], *, alpha: float = 0.05) -> ET.Elemen
         if c.get("status") == "unknown":
             ET.SubElement(case, "skipped", message="Nothing measured")
         elif comparison_failed(c, alpha):
-            ET.SubElement(case, "failure", message=summary, type=str(c.get("severity") or "regression"))
+            fail_or_skip(case, summary, str(c.get("severity") or "regression"))
         else:
             ET.SubElement(case, "system-out").text = summary
 
@@ -65,7 +79,7 @@ def build_junit(payload: Mapping[str, Any], *, alpha: float = 0.05) -> ET.Elemen
                              name=str(r.get("example_id")))
         message = (f"{labels}: target {_fmt(r.get('target_score'))} < source {_fmt(r.get('source_score'))}"
                    f" [{', '.join(r.get('tools') or [])}]")
-        ET.SubElement(case, "failure", message=message, type=(r.get("labels") or ["REGRESSION"])[0])
+        fail_or_skip(case, message, (r.get("labels") or ["REGRESSION"])[0])
 
     for s in suites.findall("testsuite"):
         cases = s.findall("testcase")
@@ -75,11 +89,13 @@ def build_junit(payload: Mapping[str, Any], *, alpha: float = 0.05) -> ET.Elemen
         s.set("errors", "0")
     suites.set("tests", str(sum(int(s.get("tests", "0")) for s in suites)))
     suites.set("failures", str(sum(int(s.get("failures", "0")) for s in suites)))
+    suites.set("skipped", str(sum(int(s.get("skipped", "0")) for s in suites)))
     return suites
 
 
-def write_junit(path: str | os.PathLike[str], payload: Mapping[str, Any], *, alpha: float = 0.05) -> None:
+def write_junit(path: str | os.PathLike[str], payload: Mapping[str, Any], *, alpha: float = 0.05,
+                fail_on_inconclusive: bool = False) -> None:
     """Write the JUnit XML file for a verdict payload, atomically."""
-    tree = build_junit(payload, alpha=alpha)
+    tree = build_junit(payload, alpha=alpha, fail_on_inconclusive=fail_on_inconclusive)
     ET.indent(tree)
     atomic_write_bytes(path, ET.tostring(tree, encoding="utf-8", xml_declaration=True) + b"\n")

@@ -595,6 +595,17 @@ def _charts(report: Mapping[str, Any]) -> str:
     return f"<section aria-labelledby='h-charts'><h2 id='h-charts'>Charts</h2><div class='charts'>{''.join(figures)}</div></section>"
 
 
+def _cache_note(run: Mapping[str, Any]) -> str:
+    """`` · 64 of 64 responses from the cache`` for the header; a replayed sample is not a fresh one."""
+    from ._run import cache_line
+
+    line = cache_line(run)
+    if not line:
+        return ""
+    cls = " class='cached'" if run.get("cached_calls") else ""
+    return f" · <span id='cache-note'{cls}>{_e(line)}</span>"
+
+
 def _banner_html(banners: list[Mapping[str, str]]) -> str:
     return "".join(
         f"<div class='banner' role='note'><strong>{_e(b.get('title'))}</strong>"
@@ -651,7 +662,7 @@ def render_html(report: Mapping[str, Any]) -> str:
         "<a class='skip' href='#h-examples'>Skip to examples</a>",
         f"<header><p class='brand'>EvalShift</p><p class='muted'><code>{_e(source)}</code> → <code>{_e(target)}</code>"
         f" · suite {_e(run.get('suite') or '—')} · run <code>{_e(run.get('run_id'))}</code>"
-        f" · {_e(run.get('created') or '')}</p></header><main>",
+        f" · {_e(run.get('created') or '')}{_cache_note(run)}</p></header><main>",
         f"<section class='verdict verdict-{_e(verdict)}' aria-labelledby='h-verdict'>"
         f"<h1 id='h-verdict'><span class='badge'>{_e(verdict.upper())}</span> Migration verdict</h1>"
         f"<ul class='reasons'>{''.join(f'<li>{_e(r)}</li>' for r in report.get('reasons') or [])}</ul>"

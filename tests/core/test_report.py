@@ -368,3 +368,12 @@ def test_compact_html_shows_the_banners_of_the_report_beside_it(tmp_path):
     calls = [_call("e1", "source", _trace([])), _call("e1", "target", _trace([]), dropped_params=["tools.strict"])]
     path = write_report(tmp_path, build_report(_analysis([]), [ex], calls, MANIFEST))
     assert "<strong>Constraints not honoured</strong>" in render_compact_html(_analysis([]), path)
+
+
+def test_the_header_says_how_many_responses_came_from_the_cache():
+    ex = Example(id="e1", inputs={"input": "x"})
+    cached = render_html(build_report(_analysis([]), [ex], [], {**MANIFEST, "cached_calls": 64, "model_calls": 64}))
+    assert "<span id='cache-note' class='cached'>64 of 64 responses from the cache</span>" in cached
+    fresh = render_html(build_report(_analysis([]), [ex], [], {**MANIFEST, "cached_calls": 0, "model_calls": 64}))
+    assert "<span id='cache-note'>0 of 64 responses from the cache</span>" in fresh
+    assert "cache-note" not in render_html(build_report(_analysis([]), [ex], [], MANIFEST))  # a run from before
