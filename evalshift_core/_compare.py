@@ -12,6 +12,7 @@ from ._analysis import Analysis, Regression, analyze
 from ._config import Config
 from ._io import atomic_write_json, atomic_write_jsonl
 from ._models import Call, Example
+from ._progress import tracked
 from ._report import build_report, write_report
 from ._run import check_sides, run
 from ._suite import DEFAULT_BASE, load_suite, suite_path
@@ -52,7 +53,8 @@ def evaluate_and_report(
 
     # Timelines attached with `evalshift traces import` feed agent_trace; judges need the providers.
     scores = evaluate_run(examples, calls, config.evaluators, timelines=load_traces(run_dir), providers=config.providers)
-    atomic_write_jsonl(run_dir / "scores.jsonl", (s.model_dump(mode="json") for s in scores))
+    atomic_write_jsonl(run_dir / "scores.jsonl", (s.model_dump(mode="json") for s in
+                                                  tracked(scores, len(scores), "write scores")))
     floors = {(ev.type_name, ev.name): ev.severity_floor for ev in build_evaluators(config.evaluators)}
     # Examples carry the clusters (source trace, tags) the standard errors are corrected for.
     analysis = analyze(scores, policy=config.migration_policy, examples=examples, severity_floors=floors)

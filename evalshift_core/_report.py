@@ -26,6 +26,7 @@ import orjson
 from ._exceptions import InputError
 from ._io import atomic_write_bytes, atomic_write_json, iter_jsonl
 from ._models import Call, Example, ToolCall, ToolTrace
+from ._progress import count_lines, progress_bar, tracked
 
 REPORT_SCHEMA_VERSION = 1
 SEVERITIES = ("low", "medium", "high", "critical")
@@ -353,7 +354,7 @@ def build_report(
     for r in a.get("regressions") or []:
         regressed.setdefault(r["example_id"], []).append(r)
     rows = []
-    for ex in examples:
+    for ex in tracked(examples, len(examples), "build report", unit="example"):
         src, tgt = by_key.get((ex.id, "source")), by_key.get((ex.id, "target"))
         regs = []
         for r in regressed.get(ex.id, []):
@@ -710,9 +711,12 @@ def write_report(run_dir: str | os.PathLike[str], report: Mapping[str, Any]) -> 
         # compare() writes scores.jsonl just before the report, so the distributions are on disk.
         scores = (row for _, row in iter_jsonl(out / "scores.jsonl", what="score row"))
         report = {**report, "charts": {**charts, "distributions": _distributions(scores)}}
-    atomic_write_json(out / "report.json", report)
     path = out / "report.html"
-    atomic_write_bytes(path, render_html(report).encode("utf-8"))
+    with progress_bar(2, "write report", unit="file") as bar:
+        atomic_write_json(out / "report.json", report)
+        bar.update()
+        atomic_write_bytes(path, render_html(report).encode("utf-8"))
+        bar.update()
     return path
 
 
@@ -731,7 +735,10 @@ def render_run_report(base: str | os.PathLike[str], run_id: str) -> Path:
     except orjson.JSONDecodeError as exc:
         raise InputError(f"not valid JSON: {exc}", file=str(analysis_path)) from exc
     scores_path = run_dir / "scores.jsonl"
-    scores = [row for _, row in iter_jsonl(scores_path, what="score row")] if scores_path.exists() else None
+    scores = None
+    if scores_path.exists():
+        rows = iter_jsonl(scores_path, what="score row")
+        scores = [row for _, row in tracked(rows, count_lines(scores_path), "load scores")]
     return write_report(run_dir, build_report(analysis, examples, calls, manifest, scores))
 
 

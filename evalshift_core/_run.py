@@ -578,13 +578,17 @@ def run(
 
 
 def load_run(base: str | os.PathLike[str], run_id: str) -> tuple[dict[str, Any], list[Example], list[Call]]:
-    """Read a run's manifest, examples and Call rows back."""
+    """Read a run's manifest, examples and Call rows back (a progress bar when it takes a while)."""
+    from ._progress import count_lines, counted, progress_bar
+
     out = run_dir_for(base, run_id)
     if not (out / "run.json").exists():
         raise RunNotFoundError(f"no run {run_id!r} under {Path(base) / 'runs'}")
     manifest = orjson.loads((out / "run.json").read_bytes())
-    examples = [Example.model_validate(r) for _, r in iter_jsonl(out / "examples.jsonl")]
-    calls = [Call.model_validate(r) for _, r in iter_jsonl(out / "raw.jsonl")]
+    files = [out / "examples.jsonl", out / "raw.jsonl"]
+    with progress_bar(sum(count_lines(f) for f in files if f.exists()), f"load {run_id}") as bar:
+        examples = [Example.model_validate(r) for _, r in counted(iter_jsonl(files[0]), bar)]
+        calls = [Call.model_validate(r) for _, r in counted(iter_jsonl(files[1]), bar)]
     return manifest, examples, calls
 
 
