@@ -309,3 +309,18 @@ def test_filters_and_evidence_work_from_the_keyboard(page):
     page.press("Enter", "Enter", 13, "\r")
     assert page.js("document.querySelector('#rows details').open") is True
     assert "issue_refund.amount_usd: 12.0 → \"12\"" in page.js("document.querySelector('#rows details').textContent")
+
+
+def test_the_layout_holds_on_a_390_px_phone_screen(page):
+    """Issue: at 390 px the "By tool" chips wrapped one letter per line; nothing may overflow the page."""
+    page.send("Emulation.setDeviceMetricsOverride", width=390, height=844, deviceScaleFactor=2, mobile=True)
+    assert page.js("window.innerWidth") == 390
+    assert page.js("document.documentElement.scrollWidth") <= 390  # no sideways scrolling of the page
+    chips = page.js("Array.from(document.querySelectorAll('table.labels .chip'))"
+                    ".map(c => Math.round(c.getBoundingClientRect().width))")
+    assert chips and min(chips) > 60, chips  # whole words per line, not one letter
+    charts = page.js("Array.from(document.querySelectorAll('svg.chart')).map(s => s.getBoundingClientRect().right)")
+    assert charts and max(charts) <= 390, charts
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = page.send("Page.captureScreenshot", format="png")["data"]
+    (ARTIFACTS / "report-390px.png").write_bytes(__import__("base64").b64decode(shot))
