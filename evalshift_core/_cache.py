@@ -1,11 +1,15 @@
-"""The response cache: one file per canonical request under ``<base>/cache/``.
+"""The response cache: one file per canonical request and sample under ``<base>/cache/``.
 
-A repeated run of the same model on the same example (same messages, tools, settings) is free;
-:func:`cache_info` and :func:`clear_cache` (``evalshift cache info|clear``) show and empty it.
+A repeated run of the same model on the same example (same messages, tools, settings) is free.
+Each sample a run draws is keyed on its own (the source's first replay, its repeats, the target),
+so a repeat, or the same model on both sides, is a fresh sample and never another's copy. The
+source's first replay keeps the plain request key. :func:`cache_info` and :func:`clear_cache`
+(``evalshift cache info|clear``) show and empty the cache.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -28,11 +32,17 @@ class ResponseCache:
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
-    def __contains__(self, request: PreparedRequest) -> bool:
-        return self._path(request.cache_key()).exists()
+    @staticmethod
+    def key(request: PreparedRequest, sample: str = "") -> str:
+        """The request's cache key, made distinct per ``sample`` (e.g. ``source:1``)."""
+        key = request.cache_key()
+        return hashlib.sha256(f"{key}|{sample}".encode()).hexdigest() if sample else key
 
-    def get(self, request: PreparedRequest) -> ModelResponse | None:
-        path = self._path(request.cache_key())
+    def has(self, request: PreparedRequest, sample: str = "") -> bool:
+        return self._path(self.key(request, sample)).exists()
+
+    def get(self, request: PreparedRequest, sample: str = "") -> ModelResponse | None:
+        path = self._path(self.key(request, sample))
         try:
             data = orjson.loads(path.read_bytes())
         except (OSError, orjson.JSONDecodeError):
@@ -43,10 +53,10 @@ class ResponseCache:
         response.dropped_params = list(request.dropped_params)
         return response
 
-    def put(self, request: PreparedRequest, response: ModelResponse) -> None:
+    def put(self, request: PreparedRequest, response: ModelResponse, sample: str = "") -> None:
         """Store one response. A plain write, not temp-and-rename: a file torn by a crash is not
         valid JSON, which :meth:`get` reads as a miss, and the hot path saves two syscalls."""
-        path = self._path(request.cache_key())
+        path = self._path(self.key(request, sample))
         if path.parent not in self._dirs:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._dirs.add(path.parent)

@@ -483,6 +483,7 @@ def _model_call_event(span: Span, round_index: int, messages: bool = True) -> di
         "type": "model_call",
         "round_index": round_index,
         "model": a.get(A.RESPONSE_MODEL) or a.get(A.REQUEST_MODEL),
+        "request_model": a.get(A.REQUEST_MODEL),
         "provider": a.get(A.PROVIDER),
         "toolset_ref": _toolset_ref(a.get(A.TOOLSET_REF)),
         "generation_config": _as(dict, json_attr(a, A.GENERATION_CONFIG)),

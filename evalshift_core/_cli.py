@@ -57,9 +57,12 @@ def _config(path: str | None) -> Any:
     return load_config(path)
 
 
-def _run_options(concurrency: int | None, max_cost: float | None, no_cache: bool) -> dict[str, Any]:
+def _run_options(concurrency: int | None, max_cost: float | None, no_cache: bool,
+                 source_repeats: int | None = None) -> dict[str, Any]:
     """The replay options the user set, as :func:`evalshift_core.run` keywords."""
     options: dict[str, Any] = {}
+    if source_repeats is not None:
+        options["source_repeats"] = source_repeats
     if concurrency is not None:
         options["concurrency"] = concurrency
     if max_cost is not None:
@@ -249,6 +252,9 @@ def gate_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def run_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option("--source-repeats", type=click.IntRange(1, 20), default=None, metavar="N",
+                      help="Replay the source N times per example: the A/A baseline of the drift "
+                           "comparisons where recordings cannot serve (default: replay.source_repeats, 1).")(fn)
     fn = click.option("--no-cache", is_flag=True,
                       help="Send every request for a fresh sample instead of replaying cached responses "
                            "(the cache is still updated).")(fn)
@@ -394,8 +400,8 @@ def capture_promote(files: tuple[str, ...], base: str, suite_name: str | None, r
 @base_option
 @json_option
 def run(suite_name: str | None, suite_file: str | None, source: str | None, target: str | None, run_id: str | None,
-        concurrency: int | None, max_cost: float | None, no_cache: bool, config_path: str | None, base: str,
-        as_json: bool) -> None:
+        concurrency: int | None, max_cost: float | None, no_cache: bool, source_repeats: int | None,
+        config_path: str | None, base: str, as_json: bool) -> None:
     """Replay a suite through the source and the target model (writes raw.jsonl).
 
     \b
@@ -409,7 +415,8 @@ def run(suite_name: str | None, suite_file: str | None, source: str | None, targ
     cfg = _config(config_path)
     source, target = _models(cfg, source, target)
     name, examples = _suite_examples(base, suite_name, suite_file)
-    options = _run_options(concurrency, max_cost, no_cache)
+    options = _run_options(concurrency, max_cost, no_cache, source_repeats)
+    options.setdefault("source_repeats", cfg.replay.source_repeats)
     examples = apply_prompt_tools(examples, cfg, config_dir=cfg.tools_dir or Path.cwd())
     template = cfg.template_for(examples[0].prompt_id if examples else None)
     progress(f"replaying {len(examples)} examples of {name}: {source} -> {target} ...")
@@ -476,8 +483,8 @@ def evaluate(run_id: str, config_path: str | None, base: str, fail_on_regression
 @json_option
 def compare(suite_name: str | None, suite_file: str | None, target: str | None, source: str | None,
             open_report: bool, run_id: str | None, concurrency: int | None, max_cost: float | None,
-            no_cache: bool, config_path: str | None, base: str, fail_on_regression: bool, fail_on_inconclusive: bool,
-            junit: str | None, as_json: bool) -> None:
+            no_cache: bool, source_repeats: int | None, config_path: str | None, base: str,
+            fail_on_regression: bool, fail_on_inconclusive: bool, junit: str | None, as_json: bool) -> None:
     """Run + evaluate + analyse + report: is the candidate safe to ship?
 
     \b
@@ -491,7 +498,7 @@ def compare(suite_name: str | None, suite_file: str | None, target: str | None, 
     cfg = _config(config_path)
     source, target = _models(cfg, source, target)
     name, examples = _suite_examples(base, suite_name, suite_file)
-    options = _run_options(concurrency, max_cost, no_cache)
+    options = _run_options(concurrency, max_cost, no_cache, source_repeats)
     if run_id is not None:
         options["run_id"] = run_id
     suite: Any = name if suite_name else Path(suite_file or name)  # compare() applies tools_path
@@ -516,25 +523,31 @@ def traces() -> None:
 @click.argument("run_id", metavar="RUN")
 @click.option("--source", "source_file", required=True, metavar="FILE", help="Source-model traces (JSON lines).")
 @click.option("--target", "target_file", required=True, metavar="FILE", help="Target-model traces (JSON lines).")
+@click.option("--baseline", "baseline_file", default=None, metavar="FILE",
+              help="A second run of the source agent (JSON lines): agent_trace's A/A baseline.")
 @base_option
 @json_option
-def traces_import(run_id: str, source_file: str, target_file: str, base: str, as_json: bool) -> None:
+def traces_import(run_id: str, source_file: str, target_file: str, baseline_file: str | None, base: str,
+                  as_json: bool) -> None:
     """Import full agent timelines for the agent_trace evaluator.
 
     Each line is one trace for a (prompt_id, example_id, role) with "events": [...] in the
-    capture event schema. Run `evalshift evaluate RUN` afterwards to score them.
+    capture event schema. Run `evalshift evaluate RUN` afterwards to score them. Without
+    --baseline, agent_trace on these timelines is reported as uncalibrated: two runs of one
+    agent differ too, and only a second source run says by how much.
 
     \b
     Example:
       evalshift traces import <run-id> --source source_traces.jsonl --target target_traces.jsonl
+      evalshift traces import <run-id> --source s.jsonl --target t.jsonl --baseline s2.jsonl
     """
 
-    for f in (source_file, target_file):
-        if not Path(f).is_file():
+    for f in (source_file, target_file, baseline_file):
+        if f is not None and not Path(f).is_file():
             raise EvalShiftError("traces file not found", file=f)
     from ._traces import import_traces
 
-    path = import_traces(base, run_id, source_file, target_file)
+    path = import_traces(base, run_id, source_file, target_file, baseline_file)
     if as_json:
         emit_json({"run_id": run_id, "traces_path": str(path)})
     else:

@@ -100,8 +100,9 @@ def compare(
     for k, v in (providers or {}).items():
         merged.setdefault(k, {}).update(v)
     template = cfg.template_for(examples[0].prompt_id if examples else None)
+    options = {"source_repeats": cfg.replay.source_repeats, **dict(run_options or {})}
     result = run(examples, source=source, target=target, base=base, suite_name=suite_name,
-                 providers=merged, template=template, **dict(run_options or {}))
+                 providers=merged, template=template, **options)
     check_sides(result.run_id, result.calls)  # a side that never answered is an error, not a verdict
     analysis, report_path = evaluate_and_report(result.run_dir, result.manifest, examples, result.calls, cfg)
     return Comparison(run_id=result.run_id, run_dir=result.run_dir, analysis=analysis, report_path=report_path,

@@ -84,6 +84,17 @@ class Defaults(BaseModel):
         return value
 
 
+class Replay(BaseModel):
+    """How ``run`` and ``compare`` replay the suite."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source_repeats: int = Field(default=1, ge=1, le=20)
+    """Replays of the source model per example. Two or more give every drift comparison an A/A
+    baseline (the source's own run-to-run variability) where the suite's recordings cannot, at the
+    cost of the extra source calls."""
+
+
 def _default_evaluators() -> dict[str, Any]:
     return {"tool_selection": [{"name": "tool_selection"}]}
 
@@ -105,6 +116,8 @@ class Config(BaseModel):
     """The budget the target must stay within to pass."""
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Per-provider client settings, e.g. ``openai: {base_url: ..., api_key: ...}``."""
+    replay: Replay = Field(default_factory=Replay)
+    """How the suite is replayed (``source_repeats``)."""
     _tools_dir: Path | None = PrivateAttr(default=None)
 
     @property

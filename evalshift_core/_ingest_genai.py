@@ -191,6 +191,7 @@ def model_call_event(span: Span, round_index: int) -> tuple[dict[str, Any], list
         "type": "model_call",
         "round_index": round_index,
         "model": a.get(A.RESPONSE_MODEL) or a.get(A.REQUEST_MODEL),
+        "request_model": a.get(A.REQUEST_MODEL),
         "provider": a.get(A.PROVIDER) or (str(a["gen_ai.system"]).lower() if "gen_ai.system" in a else None),
         "toolset_ref": ref,
         "generation_config": config,

@@ -134,6 +134,22 @@ class FixtureResult(_Record):
     """The recorded call id."""
 
 
+class Recording(_Record):
+    """What the recorded model itself did on an example promoted from a capture.
+
+    With ``expected_tool_rounds`` (the recorded calls) it is the A/A baseline of the drift
+    comparisons: the source replay and the target are both scored against the recording, the
+    same way, when the recording's model is the configured source model.
+    """
+
+    model: str | None = None
+    """The model the capture asked for (``gen_ai.request.model``)."""
+    text: str | None = None
+    """The recorded text of the last round a replay covers."""
+    refusal: str | None = None
+    """The recorded refusal of those rounds, when the model refused."""
+
+
 class Example(_Record):
     """One golden-suite example: inputs, offered tools and ground truth."""
 
@@ -169,6 +185,8 @@ class Example(_Record):
     """Whether ground truth came from the model's requested calls or the app's executed ones."""
     cluster: str | None = None
     """The source trace this example was promoted from (clusters for the statistics)."""
+    recording: Recording | None = None
+    """The recorded model, text and refusal of a promoted example (the drift comparisons' baseline)."""
 
     @model_validator(mode="after")
     def _one_toolset(self) -> Example:
@@ -232,3 +250,6 @@ class Call(_Record):
     """Request settings the provider could not honour (e.g. ``tools.strict`` on Gemini)."""
     cached: bool = False
     """Served from the response cache."""
+    repeat: int | None = None
+    """1, 2, ... on the extra source replays of ``source_repeats``; absent on the first replay and
+    on the target."""

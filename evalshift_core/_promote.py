@@ -392,7 +392,26 @@ def promote_example(
         example["expected_parallel"] = len(round1) > 1
     example["promotion_source"] = source
     example["cluster"] = capture.trace_id
+    example["recording"] = _recording(calls, len(fixtures) + 1 if fixtures else 1)
     return example, warnings
+
+
+def _recording(calls: list[dict[str, Any]], replayed: int) -> dict[str, Any]:
+    """The recorded model, and the text and refusal of the rounds a replay covers (1..replayed).
+
+    Like a replayed trace: the text of the last covered round, and its refusal or an earlier one's.
+    """
+    covered = calls[:replayed]
+    last = covered[-1]
+    refusal = last.get("refusal")
+    if refusal is None:
+        refusal = next((c["refusal"] for c in covered if c.get("refusal") is not None), None)
+    recording: dict[str, Any] = {"model": calls[0].get("request_model") or calls[0].get("model")}
+    if last.get("text") is not None:
+        recording["text"] = last["text"]
+    if refusal is not None:
+        recording["refusal"] = str(refusal)
+    return recording
 
 
 def promote_capture(

@@ -387,7 +387,7 @@ def build_report(
     severity_of = {
         (c.get("evaluator"), c.get("name"), c.get("side")): c.get("severity") for c in a.get("comparisons") or []
     }
-    by_key = {(c.example_id, c.role): c for c in calls}
+    by_key = {(c.example_id, c.role): c for c in calls if not c.repeat}  # source_repeats rows are the A/A baseline
     regressed: dict[str, list[dict[str, Any]]] = {}
     for r in a.get("regressions") or []:
         regressed.setdefault(r["example_id"], []).append(r)

@@ -168,10 +168,17 @@ class Unit:
     gate_key: str
     requests: list[PreparedRequest]
     multi_round: bool
+    repeat: int = 0
+    """Which replay of the source this is (``source_repeats``); 0 for the target."""
 
     @property
-    def key(self) -> tuple[str, str]:
-        return (self.example.id, self.role)
+    def key(self) -> tuple[str, str, int]:
+        return (self.example.id, self.role, self.repeat)
+
+    @property
+    def sample(self) -> str:
+        """The response cache's name for this draw: each repeat and each side is a fresh sample."""
+        return "" if (self.role, self.repeat) == ("source", 0) else f"{self.role}:{self.repeat}"
 
 
 def _max_tokens(config: Mapping[str, Any]) -> int | None:
@@ -190,7 +197,7 @@ def estimate_cost(units: list[Unit], prices: PriceTable, cache: ResponseCache | 
         cap = _max_tokens(unit.example.generation_config)
         out_tokens = min(ESTIMATED_OUTPUT_TOKENS, cap) if cap else ESTIMATED_OUTPUT_TOKENS
         for request in unit.requests:
-            if cache is not None and request in cache:
+            if cache is not None and cache.has(request, unit.sample):
                 continue
             calls += 1
             cost = prices.cost(str(unit.model), request.size_chars() // 4, out_tokens)
@@ -281,7 +288,7 @@ class _Replayer:
     async def fetch(self, unit: Unit, request: PreparedRequest) -> tuple[ModelResponse, bool]:
         """One round's response: from the cache, or from the provider with retries."""
         if self.use_cache and self.cache is not None:
-            hit = self.cache.get(request)
+            hit = self.cache.get(request, unit.sample)
             if hit is not None:
                 self.tally.cache_hits += 1
                 self.tally.responses += 1
@@ -310,14 +317,14 @@ class _Replayer:
         self.tally.responses += 1
         return response, False
 
-    async def replay(self, unit: Unit) -> tuple[Call, list[tuple[PreparedRequest, ModelResponse]]]:
+    async def replay(self, unit: Unit) -> tuple[Call, list[tuple[PreparedRequest, ModelResponse, str]]]:
         """Every round of one unit; a model error in round k fails the example as ``round k/n``.
 
         Also returns the fresh responses, for the writer to put in the cache.
         """
         n = len(unit.requests)
         responses: list[ModelResponse] = []
-        fresh: list[tuple[PreparedRequest, ModelResponse]] = []
+        fresh: list[tuple[PreparedRequest, ModelResponse, str]] = []
         all_cached = True
         for k, request in enumerate(unit.requests, start=1):
             try:
@@ -327,12 +334,13 @@ class _Replayer:
                               output_tokens=sum(r.output_tokens for r in responses))
                 row = Call(example_id=unit.example.id, role=unit.role, model=str(unit.model),  # type: ignore[arg-type]
                            error=f"round {k}/{n}: {err}", usage=spent, rounds=k,
-                           cost_usd=self._cost(unit, spent), dropped_params=list(request.dropped_params))
+                           cost_usd=self._cost(unit, spent), dropped_params=list(request.dropped_params),
+                           repeat=unit.repeat or None)
                 return row, fresh
             all_cached = all_cached and cached
             responses.append(response)
             if not cached:
-                fresh.append((request, response))
+                fresh.append((request, response, unit.sample))
         return self._row(unit, responses, all_cached), fresh
 
     def _cost(self, unit: Unit, usage: Usage) -> float:
@@ -358,11 +366,11 @@ class _Replayer:
             example_id=unit.example.id, role=unit.role, model=str(unit.model),  # type: ignore[arg-type]
             trace=trace, text=last.text, usage=usage, cost_usd=self._cost(unit, usage),
             latency_ms=sum(r.latency_ms for r in responses), rounds=len(responses),
-            dropped_params=dropped, cached=cached,
+            dropped_params=dropped, cached=cached, repeat=unit.repeat or None,
         )
 
 
-_Finished = tuple[Call, list[tuple[PreparedRequest, ModelResponse]]]
+_Finished = tuple[Call, list[tuple[PreparedRequest, ModelResponse, str]]]
 
 
 async def _write(raw: Path, cache: ResponseCache | None, finished: list[_Finished]) -> None:
@@ -373,8 +381,8 @@ async def _write(raw: Path, cache: ResponseCache | None, finished: list[_Finishe
     def write() -> None:
         if cache is not None:
             for _, fresh in finished:
-                for request, response in fresh:
-                    cache.put(request, response)
+                for request, response, sample in fresh:
+                    cache.put(request, response, sample)
         with open(raw, "ab") as fh:
             fh.write(data)
             fh.flush()
@@ -459,11 +467,16 @@ def run(
     prices: Mapping[str, Any] | str | os.PathLike[str] | None = None,
     retry: RetryPolicy | None = None,
     retry_errors: bool = False,
+    source_repeats: int = 1,
 ) -> RunResult:
     """Replay ``examples`` through ``source`` and ``target``; write ``raw.jsonl`` and ``run.json``.
 
+    ``source_repeats`` replays the source that many times per example (each a fresh sample, never
+    a cached copy of another): two or more give the drift comparisons their A/A baseline, at the
+    cost of the extra source calls, which the pre-flight counts.
+
     ``run_id`` of an existing run resumes it: rows already in its raw.jsonl are kept and only the
-    missing (example, role) pairs are replayed. ``max_cost`` (USD) refuses to start when the
+    missing (example, role, repeat) rows are replayed. ``max_cost`` (USD) refuses to start when the
     pre-flight estimate is above it. ``use_cache=False`` bypasses the response cache for reads.
     ``rate_limits`` maps a provider (or ``provider:NAME``) to requests per minute; a
     ``providers:`` entry may also carry ``rpm`` and ``max_concurrency``. ``retry_errors=True``
@@ -471,6 +484,8 @@ def run(
     """
     if concurrency < 1:
         raise ReplayError("concurrency must be at least 1")
+    if source_repeats < 1:
+        raise ReplayError("source_repeats must be at least 1")
     refs = {"source": route(source), "target": route(target)}
     out = run_dir_for(base, run_id) if run_id else None
     resuming = out is not None and (out / "run.json").exists()
@@ -490,7 +505,8 @@ def run(
         done_rows = [c for c in done_rows if not c.error]
         # rewritten whole and atomically: a crash here leaves the old file, never half of one
         atomic_write_jsonl(out / "raw.jsonl", (c.model_dump(mode="json", exclude_none=True) for c in done_rows))
-    done = {(c.example_id, c.role) for c in done_rows}
+    done = {(c.example_id, c.role, c.repeat or 0) for c in done_rows}
+    samples = [("source", r) for r in range(source_repeats)] + [("target", 0)]
 
     # Plan every request before any call: bad input fails here, and the pre-flight can price it.
     clients: dict[str, BaseClient] = {}
@@ -506,8 +522,8 @@ def run(
             tools = resolve_tools(example, base)
             if example.tools is None:
                 tool_cache[ref_key] = tools
-        for role in ROLES:
-            if (example.id, role) in done:
+        for role, repeat in samples:
+            if (example.id, role, repeat) in done:
                 continue
             ref = refs[role]
             key, settings = settings_for(ref, providers)
@@ -517,7 +533,7 @@ def run(
                 gates[key] = ProviderGate(rpm=rpm, max_concurrency=settings.get("max_concurrency"))
             client = clients[key]
             requests = [client.prepare(ref, msgs, tools, example.generation_config) for msgs in rounds]
-            units.append(Unit(example, role, ref, client, key, requests, multi_round=len(rounds) > 1))
+            units.append(Unit(example, role, ref, client, key, requests, multi_round=len(rounds) > 1, repeat=repeat))
 
     price_table = load_prices(base, prices)
     cache = ResponseCache(base)
@@ -548,6 +564,8 @@ def run(
         raw.write_bytes(b"")
     manifest.update({"status": "running", "concurrency": concurrency, "estimated_cost_usd": round(estimate, 6),
                      "planned_model_calls": n_calls, "unpriced_models": sorted(unpriced)})
+    if source_repeats > 1 or "source_repeats" in manifest:
+        manifest["source_repeats"] = max(source_repeats, int(manifest.get("source_repeats") or 1))
     if resuming:
         manifest.setdefault("resumed", []).append(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     atomic_write_json(out / "run.json", manifest)
@@ -560,8 +578,10 @@ def run(
     finally:
         bar.close()
 
-    order = {(e.id, role): i * 2 + j for i, e in enumerate(examples) for j, role in enumerate(ROLES)}
-    calls = sorted([*done_rows, *replayer.tally.rows], key=lambda c: order.get((c.example_id, c.role), 0))
+    # Per example: the source's replays in order, then the target (what evaluate_run reads in place).
+    position = {e.id: i for i, e in enumerate(examples)}
+    calls = sorted([*done_rows, *replayer.tally.rows],
+                   key=lambda c: (position.get(c.example_id, 0), c.role == "target", c.repeat or 0))
     manifest.update({
         "status": "complete",
         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -1,7 +1,9 @@
 """``evalshift traces import``: attach full agent timelines to a run, for ``agent_trace``.
 
 Each input line is one trace for a ``(prompt_id, example_id, role)`` in the capture event
-schema; lines are validated whole before anything is written to ``<run>/traces.jsonl``.
+schema; lines are validated whole before anything is written to ``<run>/traces.jsonl``. A
+``baseline`` file is a second run of the source agent: the A/A baseline ``agent_trace`` tests the
+target's drift against.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from ._models import ToolCall, ToolTrace
 
 TRACES_FILE = "traces.jsonl"
 EVENT_TYPES = ("model_call", "tool_call", "tool_result")
-ROLES = ("source", "target")
+ROLES = ("source", "target", "baseline")
 
 TraceKey = tuple[str | None, str, str]
 
@@ -97,7 +99,9 @@ class _LineChecker:
             raise self.fail("(line)", "each line must be a JSON object")
         self.required_str(value, "example_id", "")
         self.optional_str(value, "prompt_id", "")
-        if value.get("role") is not None and value.get("role") != role:
+        # A baseline is a second run of the source: its lines may say either.
+        allowed = (role, "source") if role == "baseline" else (role,)
+        if value.get("role") is not None and value.get("role") not in allowed:
             raise self.fail("role", f"this file was given as --{role}, but the line says role {value.get('role')!r}")
         events = value.get("events")
         if not isinstance(events, list):
@@ -110,7 +114,7 @@ class _LineChecker:
 def read_traces(path: str | os.PathLike[str], role: str, known_examples: set[str] | None = None) -> list[dict[str, Any]]:
     """Validate a traces file; raises InputError naming file, line and field on the first problem."""
     if role not in ROLES:
-        raise ValueError(f"role must be source or target, not {role!r}")
+        raise ValueError(f"role must be source, target or baseline, not {role!r}")
     p = Path(path)
     if not p.is_file():
         raise InputError("file not found", file=str(p))
@@ -134,17 +138,22 @@ def import_traces(
     run_id: str,
     source_file: str | os.PathLike[str],
     target_file: str | os.PathLike[str],
+    baseline_file: str | os.PathLike[str] | None = None,
 ) -> Path:
-    """Validate both files, then merge their traces into ``<run>/traces.jsonl``; returns its path.
+    """Validate the files, then merge their traces into ``<run>/traces.jsonl``; returns its path.
 
-    A trace already imported for the same ``(prompt_id, example_id, role)`` is replaced; every
-    other one is kept. Nothing is written unless both files are valid.
+    ``baseline_file`` holds a second run of the source agent on the same examples: the A/A
+    baseline that calibrates ``agent_trace`` on imported timelines. A trace already imported for
+    the same ``(prompt_id, example_id, role)`` is replaced; every other one is kept. Nothing is
+    written unless every file is valid.
     """
     from ._run import load_run, run_dir_for
 
     _manifest, examples, _calls = load_run(base, run_id)
     known = {e.id for e in examples}
     incoming = read_traces(source_file, "source", known) + read_traces(target_file, "target", known)
+    if baseline_file is not None:
+        incoming += read_traces(baseline_file, "baseline", known)
     out = run_dir_for(base, run_id) / TRACES_FILE
     merged: dict[TraceKey, dict[str, Any]] = {}
     if out.exists():

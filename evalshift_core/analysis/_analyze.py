@@ -7,7 +7,7 @@ the ``migration_policy`` budgets and seed 001's troubleshooting rows.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -15,6 +15,7 @@ from .._exceptions import ConfigError
 from .._models import Example
 from .._policy import MigrationPolicy
 from ..evaluators import ScoreRecord
+from ..evaluators._calibration import UNCALIBRATED
 from ._labels import (
     REFUSAL_REGRESSION,
     TOOL_GROUND_TRUTH_MISS,
@@ -28,6 +29,7 @@ from ._labels import (
 from ._records import Analysis, ComparisonResult, LabelSummary, Regression
 from ._severity import MATERIAL_DROP, SEVERITIES, at_least, severity_of, severity_rank
 from ._stats import (
+    TIE_TOLERANCE,
     benjamini_hochberg,
     bootstrap_ci,
     clustered_standard_error,
@@ -50,9 +52,31 @@ class _Group:
 
     result: ComparisonResult
     measured: list[ScoreRecord] = field(default_factory=list)
+    """Rows the test ran on (for an uncalibrated comparison: the rows shown, never tested)."""
     ground_truth_misses: list[ScoreRecord] = field(default_factory=list)
+    uncalibrated: list[ScoreRecord] = field(default_factory=list)
+    """Drift rows without an A/A baseline: left out of the test and of every rate."""
     difference_sd: float = 0.0
     design_effect: float = 1.0
+
+    @property
+    def calibrated(self) -> bool:
+        """The rows the test ran on compare like with like (a baseline, or ground truth)."""
+        return self.result.status == "measured"
+
+
+def _baseline_kind(record: ScoreRecord) -> str | None:
+    """The row's A/A baseline (``none`` when it has none); None for a row against ground truth."""
+    baseline = record.metadata.get("baseline")
+    if isinstance(baseline, dict):
+        kind = baseline.get("kind")
+        return str(kind) if kind is not None else UNCALIBRATED
+    return None
+
+
+def _drifted(score: float) -> bool:
+    """A drift score below 1.0: this side differed from the reference."""
+    return score < 1.0 - TIE_TOLERANCE
 
 
 def _describe(key: GroupKey) -> str:
@@ -93,6 +117,20 @@ def _min_severity(record: ScoreRecord) -> str | None:
     return floor
 
 
+def _baselines(rows: list[ScoreRecord]) -> str | None:
+    """What calibrated the rows: one baseline's name, or each with its count."""
+    kinds: dict[str, int] = {}
+    for r in rows:
+        kind = _baseline_kind(r)
+        if kind is not None and kind != UNCALIBRATED:
+            kinds[kind] = kinds.get(kind, 0) + 1
+    if not kinds:
+        return None
+    if len(kinds) == 1:
+        return next(iter(kinds))
+    return ", ".join(f"{k} ({n})" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
+
+
 def _compare(
     key: GroupKey,
     rows: list[ScoreRecord],
@@ -115,6 +153,13 @@ def _compare(
                                   test="none", test_reason=why, skipped=len(skipped),
                                   ground_truth_misses=len(misses))
         return _Group(result=result, ground_truth_misses=misses)
+    kinds = [_baseline_kind(r) for r in measured]
+    drift = any(k is not None for k in kinds)
+    uncalibrated = [r for r, k in zip(measured, kinds) if k == UNCALIBRATED]
+    if drift and len(uncalibrated) == len(measured):
+        return _uncalibrated(key, measured, skipped, misses)
+    if uncalibrated:
+        measured = [r for r, k in zip(measured, kinds) if k != UNCALIBRATED]
     s = np.array([r.source_score for r in measured])
     t = np.array([r.target_score for r in measured])
     d = t - s
@@ -130,7 +175,9 @@ def _compare(
     se_cl = clustered_standard_error(d, clusters) if shared and clusters is not None else None
     regressed = [r for r in measured if r.target_score < r.source_score]
     affected = int(np.sum(d <= -MATERIAL_DROP + 1e-12))
-    flagged = [r for r in measured if r.target_score < r.source_score or regression_labels(r)]
+    # A calibrated drift row regressed when the target drifted further than the source's own
+    # second run; its labels alone are the same noise the baseline shows.
+    flagged = regressed if drift else [r for r in measured if r.target_score < r.source_score or regression_labels(r)]
     difference = float(d.mean())
     severity = None
     if flagged:
@@ -159,10 +206,34 @@ def _compare(
         share_affected=affected / n,
         skipped=len(skipped),
         ground_truth_misses=len(misses),
+        baseline=_baselines(measured) if drift else None,
+        uncalibrated=len(uncalibrated),
+        drift_share=float(np.mean([_drifted(x) for x in t])) if drift else None,
+        baseline_drift_share=float(np.mean([_drifted(x) for x in s])) if drift else None,
     )
     design_effect = (se_cl / se) ** 2 if se_cl is not None and se > 0 else 1.0
-    return _Group(result=result, measured=measured, ground_truth_misses=misses, difference_sd=sd,
-                  design_effect=design_effect)
+    return _Group(result=result, measured=measured, ground_truth_misses=misses, uncalibrated=uncalibrated,
+                  difference_sd=sd, design_effect=design_effect)
+
+
+def _uncalibrated(key: GroupKey, measured: list[ScoreRecord], skipped: list[ScoreRecord],
+                  misses: list[ScoreRecord]) -> _Group:
+    """A drift comparison with no A/A baseline anywhere: described, never tested."""
+    evaluator, name, side = key
+    n = len(measured)
+    source_mean = sum(r.source_score for r in measured) / n
+    target_mean = sum(r.target_score for r in measured) / n
+    result = ComparisonResult(
+        evaluator=evaluator, name=name, side=side, n=n, status="uncalibrated",
+        source_mean=source_mean, target_mean=target_mean, difference=target_mean - source_mean,
+        test="none",
+        test_reason=("uncalibrated: no A/A baseline (no recording of the source model, no source "
+                     "repeats), so the source's own run-to-run drift is unknown"),
+        regressed=sum(r.target_score < r.source_score for r in measured),
+        skipped=len(skipped), ground_truth_misses=len(misses), uncalibrated=n,
+        drift_share=sum(_drifted(r.target_score) for r in measured) / n,
+    )
+    return _Group(result=result, measured=measured, ground_truth_misses=misses, uncalibrated=measured)
 
 
 def _is_conformance(record: ScoreRecord) -> bool:
@@ -172,17 +243,26 @@ def _is_conformance(record: ScoreRecord) -> bool:
 
 
 def _label_summaries(groups: list[_Group]) -> tuple[dict[str, LabelSummary], dict[str, int]]:
-    """Labels grouped by tool, field and comparison, and the failure categories, in distinct examples."""
+    """Labels grouped by tool, field and comparison, and the failure categories, in distinct examples.
+
+    On calibrated drift comparisons each label also gets its A/A count: the examples where the
+    source's own second run carried it against the same reference.
+    """
     examples: dict[str, set[str]] = {}
     by_tool: dict[str, dict[str, set[str]]] = {}
     by_field: dict[str, dict[str, set[str]]] = {}
     by_evaluator: dict[str, dict[str, set[str]]] = {}
     categories: dict[str, set[str]] = {}
+    baseline: dict[str, set[str]] = {}
+    baseline_tool: dict[str, dict[str, set[str]]] = {}
+    baseline_field: dict[str, dict[str, set[str]]] = {}
+    with_baseline: set[str] = set()
     for g in groups:
         where = g.result.label
+        calibrated_drift = g.calibrated and g.result.baseline is not None
         for r in g.measured:
             labels = regression_labels(r)
-            if not labels and r.target_score < r.source_score:
+            if not labels and r.target_score < r.source_score and g.calibrated:
                 categories.setdefault(UNLABELLED_SCORE_DROP, set()).add(r.example_id)
             for label in labels:
                 categories.setdefault(label, set()).add(r.example_id)
@@ -193,6 +273,19 @@ def _label_summaries(groups: list[_Group]) -> tuple[dict[str, LabelSummary], dic
                     by_tool.setdefault(label, {}).setdefault(tool, set()).add(r.example_id)
                 for f in fields:
                     by_field.setdefault(label, {}).setdefault(f, set()).add(r.example_id)
+            if not calibrated_drift:
+                continue
+            with_baseline.update(labels)
+            twin = r.metadata.get("baseline") or {}
+            for label in twin.get("labels") or ():
+                if label == TOOL_GROUND_TRUTH_MISS:
+                    continue
+                with_baseline.add(label)
+                baseline.setdefault(label, set()).add(r.example_id)
+                for tool in (twin.get("tools") or {}).get(label) or ():
+                    baseline_tool.setdefault(label, {}).setdefault(tool, set()).add(r.example_id)
+                for f in (twin.get("fields") or {}).get(label) or ():
+                    baseline_field.setdefault(label, {}).setdefault(f, set()).add(r.example_id)
         for r in g.ground_truth_misses:
             categories.setdefault(TOOL_GROUND_TRUTH_MISS, set()).add(r.example_id)
 
@@ -205,6 +298,9 @@ def _label_summaries(groups: list[_Group]) -> tuple[dict[str, LabelSummary], dic
             by_tool=counts(by_tool.get(label, {})),
             by_field=counts(by_field.get(label, {})),
             by_evaluator=counts(by_evaluator.get(label, {})),
+            baseline_count=len(baseline.get(label, ())) if label in with_baseline else None,
+            baseline_by_tool=counts(baseline_tool.get(label, {})),
+            baseline_by_field=counts(baseline_field.get(label, {})),
         )
         for label, ids in sorted(examples.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     }
@@ -212,16 +308,94 @@ def _label_summaries(groups: list[_Group]) -> tuple[dict[str, LabelSummary], dic
 
 
 def _label_lines(labels: dict[str, LabelSummary]) -> list[str]:
-    """``12 ARGUMENT_VALUE_DRIFT on issue_refund.amount_usd``: the category names the bug."""
+    """``12 ARGUMENT_VALUE_DRIFT on issue_refund.amount_usd``: the category names the bug.
+
+    Where the label has an A/A count, only tools and fields the target drifted on more often than
+    the source's own second run did are listed, with that count beside them.
+    """
     lines: list[str] = []
     for label, info in labels.items():
         if info.by_field:
-            lines.extend(f"{n} {label} on {f}" for f, n in info.by_field.items())
+            entries, base = info.by_field, info.baseline_by_field
         elif info.by_tool:
-            lines.extend(f"{n} {label} on {tool}" for tool, n in info.by_tool.items())
+            entries, base = info.by_tool, info.baseline_by_tool
         else:
-            lines.append(f"{info.count} {label}")
+            entries, base = {"": info.count}, {"": info.baseline_count or 0}
+        for where, n in entries.items():
+            aa = base.get(where, 0) if info.baseline_count is not None else None
+            if aa is not None and n <= aa:
+                continue  # no more often than the source's own runs: run-to-run noise
+            line = f"{n} {label}" + (f" on {where}" if where else "")
+            lines.append(line + (f" ({aa} in the source's own runs)" if aa else ""))
     return lines
+
+
+def _budget(
+    instance: str,
+    groups: list[_Group],
+    *,
+    budget: float,
+    what: str,
+    moved: Callable[[float], bool],
+    conformance_moved: Callable[[ScoreRecord], bool],
+    describe: str,
+    alpha: float,
+    rng: Any,
+    n_resamples: int,
+) -> tuple[bool, str | None]:
+    """One policy budget on one evaluator instance: (broken, the line that says so).
+
+    A drift comparison with an A/A baseline counts drift in excess of the source's own rate, and
+    breaks the budget only when that excess is above it with ``1 - alpha`` confidence (one-sided
+    bootstrap bound): two runs of one model differ, so a point estimate above a small budget is
+    what a no-op migration shows half the time. Without a baseline the raw rate counts, and the
+    line says so; against ground truth, an example moved when the target fell below the source.
+    """
+    calibrated = [r for g in groups if g.calibrated and g.result.baseline is not None for r in g.measured]
+    if calibrated:
+        t = [moved(r.target_score) for r in calibrated]
+        s = [moved(r.source_score) for r in calibrated]
+        n = len(calibrated)
+        rate_t, rate_s = sum(t) / n, sum(s) / n
+        ci = bootstrap_ci(s, t, confidence_level=1 - 2 * alpha, n_resamples=n_resamples, rng=rng)
+        low = (rate_t - rate_s) if ci is None else ci.low
+        left_out = sum(len(g.uncalibrated) for g in groups)
+        line = (f"{instance}: {sum(t)} of {n} examples ({_pct(rate_t)}) {describe}, against {sum(s)} "
+                f"({_pct(rate_s)}) in the source's own runs ({_baselines(calibrated)}): "
+                f"{_pct(rate_t - rate_s)} in excess, {1 - alpha:.0%} lower bound {_pct(low)}; {what} is "
+                f"{_pct(budget)}" + (f" ({left_out} examples without a baseline left out)" if left_out else ""))
+        return low > budget, line
+    rows = [r for g in groups for r in g.measured]
+    if not rows:
+        return False, None
+    drift_rows = [r for r in rows if _baseline_kind(r) is not None]
+    if drift_rows:
+        hit = {r.example_id for r in drift_rows if moved(r.target_score)}
+        eligible = {r.example_id for r in drift_rows}
+        note = " (uncalibrated: the raw rate, with no A/A baseline to subtract)"
+    else:
+        hit = {r.example_id for r in rows if conformance_moved(r)}
+        eligible = {r.example_id for r in rows}
+        note = ""
+    rate = len(hit) / len(eligible)
+    line = (f"{instance}: {len(hit)} of {len(eligible)} examples ({_pct(rate)}) {describe}{note}; "
+            f"{what} is {_pct(budget)}")
+    return rate > budget, line
+
+
+def _calibration_advice(c: ComparisonResult, *, imported: bool) -> str:
+    """How to give a drift comparison its A/A baseline."""
+    which = (f"{c.uncalibrated} of {c.n + (0 if c.status == 'uncalibrated' else c.uncalibrated)} examples had "
+             "no A/A baseline and were left out of the test" if c.status == "measured"
+             else "uncalibrated, so it cannot fail the verdict")
+    if imported:
+        how = ("import a second run of the source agent with `evalshift traces import RUN --source F "
+               "--target F --baseline F`")
+    else:
+        how = ("set `replay: {source_repeats: 2}` in evalshift.yaml (or `--source-repeats 2`: one more "
+               "source call per example), or promote the suite from captures of the source model, whose "
+               "recordings are the baseline at no cost")
+    return f"{c.label}: {which}; to calibrate it, {how}"
 
 
 def _validated_floors(floors: Mapping[tuple[str, str], str | None] | None) -> dict[tuple[str, str], str | None]:
@@ -256,7 +430,11 @@ def analyze(
     if alpha is not None:
         pol = pol.model_copy(update={"alpha": alpha})
     floors = _validated_floors(severity_floors)
+    examples = list(examples) if examples is not None else None
     clusters_of = _cluster_keys(examples, pol.cluster_by)
+    # The harness check's premise, "the expectations were captured from the source model", holds
+    # for examples promoted from captures only (all of them when the examples are not given).
+    promoted = None if examples is None else {e.id for e in examples if e.promotion_source is not None}
 
     by_key: dict[GroupKey, list[ScoreRecord]] = {}
     for raw in scores:
@@ -288,6 +466,19 @@ def analyze(
         if c.evaluator != "tool_selection":
             continue
         rows = [r for r in g.measured + g.ground_truth_misses if _is_conformance(r)]
+        if promoted is not None:
+            written = [r for r in rows if r.example_id not in promoted]
+            rows = [r for r in rows if r.example_id in promoted]
+            missed = sum(r.source_score < 1.0 for r in written)
+            if missed:
+                # Hand-written or imported ground truth: a weak source missing it is a finding
+                # about the source, not a sign the harness is broken.
+                recommendations.append(
+                    f"{c.label}: the source model missed the ground truth on {missed} of {len(written)} "
+                    f"examples not promoted from captures ({_pct(missed / len(written))}); the target is "
+                    "compared with the source on them as on every other example — review those "
+                    "expectations if the source is known to be right"
+                )
         if not rows:
             continue
         failed = sum(r.source_score < 1.0 for r in rows)
@@ -315,6 +506,13 @@ def analyze(
                 "were skipped or shared misses; a pass resting on it is not evidence of equivalence"
             )
             continue
+        if c.status == "uncalibrated":
+            notes.append(
+                f"{c.label}: uncalibrated, not tested — the target differed from the source on "
+                f"{_pct(c.drift_share or 0.0)} of {c.n} examples, but with no A/A baseline the source's "
+                "own run-to-run drift is unknown"
+            )
+            continue
         if c.p_adjusted is not None and c.p_adjusted < a and (c.difference or 0.0) < 0:
             ci = f" (95% CI {c.ci[0]:+.3f} to {c.ci[1]:+.3f})" if c.ci else ""
             line = (
@@ -337,6 +535,10 @@ def analyze(
         if not matched:
             inconclusive.append(f"migration_policy.thresholds.{key} names no comparison of this run")
         for c in matched:
+            if c.status == "uncalibrated":
+                notes.append(f"{c.label}: migration_policy.thresholds.{key} not applied: the comparison is "
+                             "uncalibrated (its source is pinned at 1.0)")
+                continue
             if c.status == "unknown" or c.target_mean is None or c.difference is None:
                 continue
             if threshold.min_target_mean is not None:
@@ -358,32 +560,28 @@ def analyze(
         if not any(g.measured for gs in instances.values() for g in gs):
             inconclusive.append("max_tool_argument_drift is set but no tool_arguments rows were measured")
         for (ev, name), gs in instances.items():
-            rows = [r for g in gs for r in g.measured]
-            if not rows:
-                continue
-            eligible = {r.example_id for r in rows}
-            drifted = {r.example_id for r in rows if r.target_score < drift_floor and r.target_score < r.source_score}
-            rate = len(drifted) / len(eligible)
-            line = (f"{ev}.{name}: {len(drifted)} of {len(eligible)} examples ({_pct(rate)}) scored below "
-                    f"tool_argument_drift_floor {drift_floor:g}; max_tool_argument_drift is "
-                    f"{_pct(pol.max_tool_argument_drift)}")
-            (fail if rate > pol.max_tool_argument_drift else notes).append(line)
+            failed, line = _budget(
+                f"{ev}.{name}", gs, budget=pol.max_tool_argument_drift, what="max_tool_argument_drift",
+                moved=lambda score, _floor=drift_floor: score < _floor,
+                conformance_moved=lambda r, _floor=drift_floor: r.target_score < _floor and r.target_score < r.source_score,
+                describe=f"scored below tool_argument_drift_floor {drift_floor:g}",
+                alpha=a, rng=_rng_for(seed, (ev, name, "max_tool_argument_drift")), n_resamples=n_resamples,
+            )
+            if line:
+                (fail if failed else notes).append(line)
     if pol.max_tool_divergence is not None:
         instances = {k: v for k, v in by_instance.items() if k[0] == "tool_selection"}
         if not any(g.measured for gs in instances.values() for g in gs):
             inconclusive.append("max_tool_divergence is set but no tool_selection rows were measured")
         for (ev, name), gs in instances.items():
-            rows = [r for g in gs for r in g.measured]
-            divergence_rows = [r for r in rows if not _is_conformance(r)]
-            rows = divergence_rows or rows
-            if not rows:
-                continue
-            eligible = {r.example_id for r in rows}
-            moved = {r.example_id for r in rows if diverged(r)}
-            rate = len(moved) / len(eligible)
-            line = (f"{ev}.{name}: {len(moved)} of {len(eligible)} examples ({_pct(rate)}) diverged in at "
-                    f"least one round; max_tool_divergence is {_pct(pol.max_tool_divergence)}")
-            (fail if rate > pol.max_tool_divergence else notes).append(line)
+            divergence = [g for g in gs if any(not _is_conformance(r) for r in g.measured + g.uncalibrated)]
+            failed, line = _budget(
+                f"{ev}.{name}", divergence or gs, budget=pol.max_tool_divergence, what="max_tool_divergence",
+                moved=_drifted, conformance_moved=diverged, describe="diverged in at least one round",
+                alpha=a, rng=_rng_for(seed, (ev, name, "max_tool_divergence")), n_resamples=n_resamples,
+            )
+            if line:
+                (fail if failed else notes).append(line)
 
     # Recommendations: power, shared misses, nothing measured.
     delta = pol.minimum_detectable_drop
@@ -416,8 +614,15 @@ def analyze(
                 f"{c.label}: {NOTHING_MEASURED} — every row was skipped (a turn that ends in tool "
                 "calls has no text to score); rely on the tool evaluators for these turns."
             )
+    for g in groups:
+        c = g.result
+        if c.uncalibrated:
+            recommendations.append(_calibration_advice(c, imported=any(
+                (r.metadata.get("timeline") == "imported") for r in g.uncalibrated)))
 
-    label_lines = _label_lines(labels)
+    # The reasons name labels only where the verdict rests on them: calibrated comparisons.
+    label_lines = _label_lines(_label_summaries([g for g in groups if g.calibrated])[0])
+    tested_any = any(c.status == "measured" for c in comparisons)
     verdict: Literal["pass", "fail", "inconclusive"]
     if harness:
         verdict = "inconclusive"
@@ -425,9 +630,13 @@ def analyze(
     elif fail:
         verdict = "fail"
         reasons = fail + label_lines
-    elif inconclusive or not comparisons:
+    elif inconclusive or not tested_any:
         verdict = "inconclusive"
-        reasons = inconclusive or [f"{NOTHING_MEASURED}: no score records"]
+        if not comparisons:
+            inconclusive.append(f"{NOTHING_MEASURED}: no score records")
+        elif not tested_any and not inconclusive:
+            inconclusive.append("no comparison could be tested: every drift comparison is uncalibrated")
+        reasons = inconclusive + notes
         if not comparisons and NOTHING_MEASURED not in banners:
             banners.append(NOTHING_MEASURED)
     else:
@@ -447,8 +656,9 @@ def analyze(
             metadata=r.metadata,
         )
         for g in groups
+        if g.calibrated
         for r in g.measured
-        if r.target_score < r.source_score or regression_labels(r)
+        if r.target_score < r.source_score or (g.result.baseline is None and regression_labels(r))
     ]
     regressions.sort(key=lambda x: -severity_rank(x.severity or "low"))
     return Analysis(

@@ -14,8 +14,10 @@ from pydantic import BaseModel, Field, ValidationError
 
 from .._exceptions import InputError
 
-ANALYSIS_SCHEMA_VERSION = 2
-"""Version 2 adds ``banners``, ``policy`` and the per-comparison detail beyond design.md's keys."""
+ANALYSIS_SCHEMA_VERSION = 3
+"""Version 2 adds ``banners``, ``policy`` and the per-comparison detail beyond design.md's keys;
+version 3 the calibration of drift comparisons (``uncalibrated`` status, ``baseline``,
+``drift_share``, labels' ``baseline_count``)."""
 
 
 class ComparisonResult(BaseModel):
@@ -57,8 +59,20 @@ class ComparisonResult(BaseModel):
     """Number of clusters the measured examples fall into, when some share one."""
     severity: str | None = None
     """``low`` | ``medium`` | ``high`` | ``critical`` when any example regressed, else None."""
-    status: Literal["measured", "unknown"] = "measured"
-    """``unknown`` when nothing was measured (every row skipped)."""
+    status: Literal["measured", "unknown", "uncalibrated"] = "measured"
+    """``unknown`` when nothing was measured (every row skipped); ``uncalibrated`` for a drift
+    comparison with no A/A baseline on any example: shown with its labels and drift share, never
+    tested, so it cannot fail the verdict on significance."""
+    baseline: str | None = None
+    """What calibrated a drift comparison: ``recording``, ``source_repeats`` or ``imported`` (a mix
+    lists each with its count); None for comparisons against ground truth, calibrated as they are."""
+    uncalibrated: int = 0
+    """Drift rows with no A/A baseline, left out of the test."""
+    drift_share: float | None = None
+    """Drift comparisons: share of examples where the target differed from the reference."""
+    baseline_drift_share: float | None = None
+    """Drift comparisons: share of examples where the source's own second run differed from it
+    (the A/A rate the target's drift is tested against)."""
     regressed: int = 0
     """Measured examples where the target scored below the source."""
     share_affected: float | None = None
@@ -85,6 +99,13 @@ class LabelSummary(BaseModel):
     """Distinct examples per ``tool.field`` (argument labels)."""
     by_evaluator: dict[str, int] = Field(default_factory=dict)
     """Distinct examples per comparison (``type.name (side)``)."""
+    baseline_count: int | None = None
+    """On calibrated drift comparisons: distinct examples where the source's own second run
+    carried the label against the same reference (the label's A/A rate); None elsewhere."""
+    baseline_by_tool: dict[str, int] = Field(default_factory=dict)
+    """``baseline_count`` per tool."""
+    baseline_by_field: dict[str, int] = Field(default_factory=dict)
+    """``baseline_count`` per ``tool.field``."""
 
 
 class Regression(BaseModel):

@@ -84,7 +84,7 @@ def _sorted_counts(counter: Counter[str]) -> dict[str, int]:
 def tool_use(examples: Iterable[Example], calls: Iterable[Call]) -> ToolUse:
     """Count, per tool, the examples in which each side called it; only examples both sides
     answered count (a failed call leaves an example unmeasured)."""
-    by_key = {(c.example_id, c.role): c for c in calls}
+    by_key = {(c.example_id, c.role): c for c in calls if not c.repeat}  # the source's first replay
     called: dict[str, list[int]] = {}
     dropped: dict[str, Counter[str]] = {}
     added: dict[str, Counter[str]] = {}

@@ -7,7 +7,7 @@ JSON equality, call matching, and records built without validation.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from operator import attrgetter
 from typing import Any, ClassVar
 
@@ -53,6 +53,10 @@ class Evaluator:
 
     type_name: ClassVar[str] = ""
     options: ClassVar[frozenset[str]] = frozenset()
+    reads_arguments: ClassVar[bool] = False
+    """Its comparison reads call arguments: a baseline recorded names-only cannot serve it."""
+    reads_text: ClassVar[bool] = False
+    """Its comparison reads the answer text: a baseline must have recorded it."""
 
     def __init__(self, config: dict[str, Any]) -> None:
         unknown = sorted(set(config) - COMMON_OPTIONS - self.options)
@@ -69,6 +73,15 @@ class Evaluator:
 
     def bind(self, evaluators: Sequence[Evaluator]) -> None:
         """Called once every configured evaluator is built (to borrow another's model)."""
+
+    def compares_to_source(self, side: str | None) -> bool:
+        """Whether ``side`` scores the target relative to the source (a drift comparison).
+
+        Such a comparison pins the source at 1.0 by construction, so it is only tested once an
+        A/A baseline scores the source the same way (:mod:`._calibration`); comparisons that
+        score both sides against ground truth are calibrated as they are.
+        """
+        return False
 
     def score(
         self,
@@ -230,6 +243,12 @@ class Pair:
         return equal
 
     @property
+    def names_unique(self) -> bool:
+        """No tool is called twice on either side: every matching rule pairs the calls alike."""
+        src, tgt = self.source_names, self.target_names
+        return len(set(src)) == len(src) and len(set(tgt)) == len(tgt)
+
+    @property
     def same_calls(self) -> bool:
         """The target made the source's calls: same names in the same order, JSON-equal arguments."""
         same = self._same_calls
@@ -325,6 +344,79 @@ def match_names_greedy(reference: Sequence[str], actual: Sequence[str]) -> list[
                 k -= 1
             out.append(free.pop(k))
     return out
+
+
+MATCHING = ("optimal", "greedy")
+"""How calls are paired: ``optimal`` (the default) assigns the calls of one model response to
+maximise their argument agreement and pairs the rest by nearest position; ``greedy`` is seed
+000's literal rule, ``(tool_name, nearest sequence_index)``."""
+
+
+def round_of(call: Any) -> int | None:
+    """The model round a call belongs to (None on single-shot traces and expectations)."""
+    return getattr(call, "round_index", None)
+
+
+def match_calls(
+    reference: Sequence[Any],
+    actual: Sequence[Any],
+    score: Callable[[int, int], float],
+    *,
+    matching: str = "optimal",
+) -> list[int | None]:
+    """For each reference call, the index of its actual call, or None when never made.
+
+    ``matching="greedy"`` is :func:`match_calls_greedy`. ``optimal``: calls of one model response
+    (the same round; every call of a single-shot trace is one response) have no order of their
+    own, so within a round the calls of each tool are assigned to maximise the summed
+    ``score(i, j)`` (argument agreement, ties broken by distance in the sequence); a response
+    that lists the same calls in another order then matches call for call. Calls left over
+    (a round made more calls of a tool than the other side's) are paired across rounds by
+    nearest position, as the greedy rule does.
+    """
+    if matching == "greedy":
+        return match_calls_greedy(reference, actual)
+    out: list[int | None] = [None] * len(reference)
+    groups: dict[tuple[int | None, str], tuple[list[int], list[int]]] = {}
+    for i, call in enumerate(reference):
+        groups.setdefault((round_of(call), call.tool_name), ([], []))[0].append(i)
+    for j, call in enumerate(actual):
+        group = groups.get((round_of(call), call.tool_name))
+        if group is not None:
+            group[1].append(j)
+    used: set[int] = set()
+    for ref_idx, act_idx in groups.values():
+        if not act_idx:
+            continue
+        if len(ref_idx) == 1 and len(act_idx) == 1:
+            out[ref_idx[0]] = act_idx[0]
+            used.add(act_idx[0])
+            continue
+        import numpy as np
+        from scipy.optimize import linear_sum_assignment
+
+        cost = np.array([[-score(i, j) + 1e-6 * abs(i - j) for j in act_idx] for i in ref_idx], dtype=float)
+        rows, cols = linear_sum_assignment(cost)
+        for r, c in zip(rows.tolist(), cols.tolist()):
+            out[ref_idx[r]] = act_idx[c]
+            used.add(act_idx[c])
+    if len(used) < len(actual):
+        free: dict[str, list[int]] = {}
+        for j, call in enumerate(actual):
+            if j not in used:
+                free.setdefault(call.tool_name, []).append(j)
+        for i, j in enumerate(out):
+            candidates = free.get(reference[i].tool_name) if j is None else None
+            if candidates:
+                nearest = min(candidates, key=lambda k: (abs(k - i), k))  # on a tie the earlier one
+                candidates.remove(nearest)
+                out[i] = nearest
+    return out
+
+
+def reordered(reference: Sequence[str], actual: Sequence[str]) -> list[str]:
+    """The tools whose calls moved: names at the positions where the two sequences differ."""
+    return list(dict.fromkeys(a for a, b in zip(reference, actual) if a != b))
 
 
 def surplus(a: Sequence[str], b: Sequence[str]) -> list[str]:

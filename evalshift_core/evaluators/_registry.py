@@ -15,6 +15,7 @@ from typing import Any
 from .._exceptions import ConfigError
 from .._models import Call, Example, ToolTrace
 from ._base import Evaluator, Pair, ScoreRecord
+from ._calibration import Samples, calibrate
 from .agent_trace import AgentTrace
 from .llm_judge import LLMJudge
 from .semantic import Semantic
@@ -122,17 +123,34 @@ def evaluate_pair(
     source_trace: ToolTrace | Call | Mapping[str, Any] | None,
     target_trace: ToolTrace | Call | Mapping[str, Any] | None,
     evaluators: Mapping[str, Any] | Iterable[Evaluator] | None = None,
+    *,
+    baseline: ToolTrace | Call | Mapping[str, Any] | None = None,
+    source_model: str | None = None,
 ) -> list[dict[str, Any]]:
     """Score one pair; returns one score record per configured evaluator (side), as in ``scores.jsonl``.
 
     ``evaluators`` is the ``evaluators:`` mapping of evalshift.yaml (default: ``tool_selection``).
     Example and traces may be models or plain dicts in the on-disk shape.
+
+    Drift comparisons (target relative to source) are calibrated when the pair has an A/A
+    baseline: ``baseline``, a second run of the source model on the same example (same shapes
+    as the traces; a timeline line for imported timelines), or, with ``source_model`` (the
+    configured source, ``provider:name``), the recording of an example promoted from that
+    model's captures. Without one their records carry ``metadata.baseline.kind == "none"``.
     """
     built = _resolve(evaluators)
     ex = _as_example(example)
     (src, src_events), (tgt, tgt_events) = _as_trace(source_trace), _as_trace(target_trace)
     timelines = (src_events or [], tgt_events or []) if src_events is not None or tgt_events is not None else None
-    return [r.model_dump(mode="json") for ev in built for r in ev.score(ex, src, tgt, timelines=timelines)]
+    repeats = [src]
+    baseline_events = None
+    if baseline is not None:
+        base, baseline_events = _as_trace(baseline)
+        repeats.append(base)
+    pair = Pair(ex, src, tgt, timelines)
+    samples = Samples(source_model=source_model, repeats=repeats, timelines=timelines,
+                      baseline_timeline=baseline_events)
+    return [r.model_dump(mode="json") for ev in built for r in calibrate(ev, ev.score_pair(pair), pair, samples)]
 
 
 def _progress(total: int, progress: bool | None) -> Any:
@@ -174,15 +192,16 @@ class _OutOfOrder(Exception):
     """The run's rows are not one source and one target row per example, in example order."""
 
 
-Sides = Iterator[tuple[Example, ToolTrace | None, ToolTrace | None]]
+Rows = Iterator[tuple[Example, Call | None, Call | None, list[Call]]]
+"""Each example with its source row, its target row and its extra source repeats (``source_repeats``)."""
 
 
-def _sides_in_order(examples: list[Example], calls: list[Call]) -> Sides:
-    """Each example with its source and target traces, read from ``calls`` as ``run`` returns them:
+def _rows_in_order(examples: list[Example], calls: list[Call]) -> Rows:
+    """Each example with its rows, read from ``calls`` as ``run`` returns them without repeats:
     ``[source 1, target 1, source 2, target 2, ...]``.
 
     Raises :class:`_OutOfOrder` at the first row that breaks that order (the caller starts over
-    with :func:`_sides_by_lookup`). Reading each row beside its example keeps it in cache and
+    with :func:`_rows_by_lookup`). Reading each row beside its example keeps it in cache and
     spares two lookups in two run-sized dicts per example.
     """
     if len(calls) != 2 * len(examples):
@@ -191,25 +210,32 @@ def _sides_in_order(examples: list[Example], calls: list[Call]) -> Sides:
     for example in examples:
         s, t = next(rows), next(rows)
         example_id = example.id
-        if s.role != "source" or t.role != "target" or s.example_id != example_id or t.example_id != example_id:
+        if (s.role != "source" or t.role != "target" or s.example_id != example_id or t.example_id != example_id
+                or s.repeat):
             raise _OutOfOrder
-        yield example, None if s.error else s.trace, None if t.error else t.trace
+        yield example, s, t, []
 
 
-def _sides_by_lookup(examples: list[Example], calls: list[Call]) -> Sides:
-    """Each example with its source and target traces, in any row order; the last row of an
-    (example, role) wins, and a missing or failed row gives None."""
-    sources: dict[str, ToolTrace | None] = {}
-    targets: dict[str, ToolTrace | None] = {}
+def _rows_by_lookup(examples: list[Example], calls: list[Call]) -> Rows:
+    """Each example with its rows, in any row order; the last row of an (example, role, repeat)
+    wins, and a missing row gives None."""
+    sources: dict[str, dict[int, Call]] = {}
+    targets: dict[str, Call] = {}
     for c in calls:
         role = c.role
         if role == "source":
-            sources[c.example_id] = None if c.error else c.trace
+            sources.setdefault(c.example_id, {})[c.repeat or 0] = c
         elif role == "target":
-            targets[c.example_id] = None if c.error else c.trace
+            targets[c.example_id] = c
     for example in examples:
         example_id = example.id
-        yield example, sources.get(example_id), targets.get(example_id)
+        repeats = sources.get(example_id, {})
+        extra = [repeats[k] for k in sorted(repeats) if k > 0]
+        yield example, repeats.get(0), targets.get(example_id), extra
+
+
+def _trace(row: Call | None) -> ToolTrace | None:
+    return None if row is None or row.error else row.trace
 
 
 def evaluate_run(
@@ -225,42 +251,53 @@ def evaluate_run(
 
     A failed call leaves the example unmeasured (seed 001: "a partially replayed example is
     unmeasured, not half-scored"). ``timelines`` maps ``(example_id, role)`` to imported
-    event lists (``evalshift traces import``), which ``agent_trace`` scores. ``calls`` may come
-    in any order; the order ``run`` returns them in is read without an index.
+    event lists (``evalshift traces import``; role ``baseline`` for a second source timeline),
+    which ``agent_trace`` scores. ``calls`` may come in any order; the order ``run`` returns them
+    in is read without an index. Drift comparisons are calibrated against the example's A/A
+    baseline (:mod:`._calibration`): its recording, the source's repeats, or an imported baseline.
     """
     built = build_evaluators(evaluators, providers=providers) if evaluators is None or isinstance(evaluators, Mapping) else _resolve(evaluators)
-    scorers = [ev.score_pair for ev in built]
     with _progress(len(examples), progress) as bar, _cyclic_gc_paused():
         try:
-            return _score_sides(_sides_in_order(examples, calls), scorers, timelines, bar)
+            return _score_rows(_rows_in_order(examples, calls), built, timelines, bar)
         except _OutOfOrder:
             bar.reset()
-            return _score_sides(_sides_by_lookup(examples, calls), scorers, timelines, bar)
+            return _score_rows(_rows_by_lookup(examples, calls), built, timelines, bar)
 
 
-def _score_sides(
-    sides: Sides,
-    scorers: list[Any],
+def _score_rows(
+    rows: Rows,
+    evaluators: list[Evaluator],
     timelines: Mapping[tuple[str, str], Timeline] | None,
     bar: Any,
 ) -> list[ScoreRecord]:
     records: list[ScoreRecord] = []
     extend = records.extend
     update = None if bar.disable else bar.update
-    for example, src, tgt in sides:
+    scorers = [(ev, ev.score_pair) for ev in evaluators]
+    for example, source_row, target_row, extra in rows:
         if update is not None:
             update(1)
+        src, tgt = _trace(source_row), _trace(target_row)
         if src is None or tgt is None:  # no row, a failed call, or no trace
             continue
-        pair_timelines = None
+        pair_timelines = baseline_timeline = None
         if timelines:
             s_events = timelines.get((example.id, "source"))
             t_events = timelines.get((example.id, "target"))
             if s_events is not None or t_events is not None:
                 pair_timelines = (s_events or [], t_events or [])
+            baseline_timeline = timelines.get((example.id, "baseline"))
         pair = Pair(example, src, tgt, pair_timelines)
-        for score_pair in scorers:
-            extend(score_pair(pair))
+        repeats = [src]
+        for row in extra:
+            trace = _trace(row)
+            if trace is not None:
+                repeats.append(trace)
+        samples = Samples(source_model=source_row.model if source_row is not None else None, repeats=repeats,
+                          timelines=pair_timelines, baseline_timeline=baseline_timeline)
+        for ev, score_pair in scorers:
+            extend(calibrate(ev, score_pair(pair), pair, samples))
     return records
 
 

@@ -12,13 +12,15 @@ from typing import Any
 
 from .._models import Example, ToolTrace
 from ._base import (
+    MATCHING,
     Evaluator,
     Pair,
     ScoreRecord,
     call_names,
     json_equal,
-    match_calls_greedy,
+    match_calls,
     new_record,
+    reordered,
     surplus,
 )
 from .tool_selection import lcs_length
@@ -27,28 +29,33 @@ from .tool_selection import lcs_length
 class TimelineCall:
     """A tool call read from a timeline: just what agent_trace compares."""
 
-    __slots__ = ("tool_name", "arguments")
+    __slots__ = ("tool_name", "arguments", "round_index")
 
-    def __init__(self, tool_name: str, arguments: Any) -> None:
+    def __init__(self, tool_name: str, arguments: Any, round_index: int | None = None) -> None:
         self.tool_name = tool_name
         self.arguments = arguments
+        self.round_index = round_index
+        """The model response the call followed (1-based), when the timeline records model calls."""
 
 
 def timeline_calls(events: Sequence[dict[str, Any]]) -> list[TimelineCall]:
-    """The calls of a capture-event timeline, in order.
+    """The calls of a capture-event timeline, in order, each with the model round it belongs to.
 
     Executed ``tool_call`` events are what the agent actually did; a timeline that recorded
     none falls back to the calls each ``model_call`` requested.
     """
-    executed = [TimelineCall(e.get("tool_name") or "", e.get("arguments")) for e in events if e.get("type") == "tool_call"]
-    if executed:
-        return executed
-    return [
-        TimelineCall(c.get("tool_name") or "", c.get("arguments"))
-        for e in events
-        if e.get("type") == "model_call"
-        for c in e.get("requested_tool_calls") or ()
-    ]
+    executed: list[TimelineCall] = []
+    requested: list[TimelineCall] = []
+    k = 0
+    for e in events:
+        kind = e.get("type")
+        if kind == "model_call":
+            k += 1
+            requested.extend(TimelineCall(c.get("tool_name") or "", c.get("arguments"), k)
+                             for c in e.get("requested_tool_calls") or ())
+        elif kind == "tool_call":
+            executed.append(TimelineCall(e.get("tool_name") or "", e.get("arguments"), k or None))
+    return executed or requested
 
 
 def order_similarity(source: list[str], target: list[str]) -> float:
@@ -92,10 +99,14 @@ class AgentTrace(Evaluator):
     """Order, arguments and safety of a whole timeline, target against source."""
 
     type_name = "agent_trace"
-    options = frozenset({"check_missing_verification", "verification_tools", "dangerous_tools"})
+    options = frozenset({"check_missing_verification", "verification_tools", "dangerous_tools", "matching"})
+    reads_arguments = True
 
     def __init__(self, config: dict[str, Any]) -> None:
         super().__init__(config)
+        self.matching = str(config.get("matching", "optimal"))
+        if self.matching not in MATCHING:
+            raise ValueError(f"matching must be optimal or greedy, not {self.matching!r}")
         self.check_missing_verification = bool(config.get("check_missing_verification", False))
         self.verification_tools = frozenset(str(t) for t in config.get("verification_tools") or ())
         self.dangerous_tools = frozenset(str(t) for t in config.get("dangerous_tools") or ())
@@ -112,14 +123,20 @@ class AgentTrace(Evaluator):
     ) -> list[ScoreRecord]:
         return self.score_pair(Pair(example, source, target, timelines))
 
+    def compares_to_source(self, side: str | None) -> bool:
+        return True
+
     def score_pair(self, pair: Pair) -> list[ScoreRecord]:
         if pair.timelines is not None:
             return self._score_general(pair)
         if pair.same_calls:
             return [self._score_same(pair)]
-        return [self._score_calls(pair.example, "replay", pair.source_calls, pair.target_calls,
-                                  list(pair.source_names), list(pair.target_names), pair.matches,
-                                  pair.arguments_equal)]
+        if self.matching == "greedy" or pair.names_unique:
+            # With no tool called twice on either side, optimal matching pairs what greedy does.
+            return [self._score_calls(pair.example, "replay", pair.source_calls, pair.target_calls,
+                                      list(pair.source_names), list(pair.target_names), pair.matches,
+                                      pair.arguments_equal)]
+        return self._score_general(pair)
 
     def _score_general(self, pair: Pair) -> list[ScoreRecord]:
         """The imported timelines, else the traces' calls, without the pair's shared comparisons."""
@@ -130,8 +147,13 @@ class AgentTrace(Evaluator):
         else:
             src_calls, tgt_calls = pair.source.calls, pair.target.calls
             origin = "replay"
+        matches = match_calls(
+            src_calls, tgt_calls,
+            lambda i, j: field_equality(src_calls[i].arguments, tgt_calls[j].arguments)[0],
+            matching=self.matching,
+        )
         return [self._score_calls(pair.example, origin, src_calls, tgt_calls, call_names(src_calls),
-                                  call_names(tgt_calls), match_calls_greedy(src_calls, tgt_calls), None)]
+                                  call_names(tgt_calls), matches, None)]
 
     def _score_same(self, pair: Pair) -> ScoreRecord:
         """``_score_calls`` when the target repeated the source's calls: order and arguments are 1.0,
@@ -154,6 +176,8 @@ class AgentTrace(Evaluator):
                     s_score = t_score = 3.0 / 4  # parts: order, arguments, extra danger, verification
             metadata["dangerous"] = danger
         metadata["tools"] = list(dict.fromkeys(tools))
+        if labels:
+            metadata["label_tools"] = {"MISSING_VERIFICATION_STEP": metadata["tools"]}
         return new_record(pair.example.id, self.type_name, self.name, None, s_score, t_score, False, labels, metadata)
 
     def _score_calls(
@@ -173,16 +197,17 @@ class AgentTrace(Evaluator):
         """
         labels: list[str] = []
         tools: list[str] = []
+        label_tools: dict[str, list[str]] = {}  # each label on the tools that earned it
         same_names = sn == tn  # arguments drifted only: the name-based checks agree on both sides
         order = 1.0 if same_names else order_similarity(sn, tn)
         if order < 1.0:
             if sorted(sn) == sorted(tn):
                 labels.append("TOOL_ORDER_DRIFT")
-                tools += sn[:1]
+                label_tools["TOOL_ORDER_DRIFT"] = reordered(sn, tn)
             else:
                 labels.append("TOOL_SELECTION_DRIFT")
-                tools += surplus(sn, tn)
-                tools += surplus(tn, sn)
+                label_tools["TOOL_SELECTION_DRIFT"] = list(dict.fromkeys(surplus(sn, tn) + surplus(tn, sn)))
+            tools += label_tools[labels[-1]]
         fields: list[dict[str, Any]] = []
         if src_calls:
             total = 0.0
@@ -210,6 +235,7 @@ class AgentTrace(Evaluator):
             arguments = 1.0
         if fields:
             labels.append("ARGUMENT_VALUE_DRIFT")
+            label_tools["ARGUMENT_VALUE_DRIFT"] = list(dict.fromkeys(f["tool"] for f in fields))
         # Each side scores the mean of its parts: order, arguments and, with dangerous tools set,
         # no extra dangerous call and (when checked) verification before each dangerous one.
         s_parts = [1.0, 1.0]
@@ -227,6 +253,7 @@ class AgentTrace(Evaluator):
             danger: dict[str, Any] = {"extra": extra}
             if extra:
                 labels.append("DANGEROUS_ACTION_DRIFT")
+                label_tools["DANGEROUS_ACTION_DRIFT"] = list(dict.fromkeys(extra))
                 tools += extra
             if self.check_missing_verification:
                 s_unverified = unverified_dangerous(sn, dangerous, self.verification_tools)
@@ -238,8 +265,11 @@ class AgentTrace(Evaluator):
                 danger["target_unverified"] = t_unverified
                 if t_unverified:
                     labels.append("MISSING_VERIFICATION_STEP")
+                    label_tools["MISSING_VERIFICATION_STEP"] = list(dict.fromkeys(t_unverified))
                     tools += t_unverified
             metadata["dangerous"] = danger
         metadata["tools"] = list(dict.fromkeys(tools)) if tools else tools
+        if label_tools:
+            metadata["label_tools"] = label_tools
         return new_record(example.id, self.type_name, self.name, None, sum(s_parts) / len(s_parts),
                           sum(t_parts) / len(t_parts), False, labels, metadata)

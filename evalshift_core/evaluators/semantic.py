@@ -22,6 +22,7 @@ class Semantic(Evaluator):
 
     type_name = "semantic"
     options = frozenset({"model", "threshold"})
+    reads_text = True
 
     def __init__(self, config: dict[str, Any]) -> None:
         super().__init__(config)
@@ -32,6 +33,9 @@ class Semantic(Evaluator):
         if not is_number(threshold) or not 0 <= threshold <= 1:
             raise ValueError(f"threshold must be a number in [0, 1], not {threshold!r}")
         self.threshold = float(threshold)
+
+    def compares_to_source(self, side: str | None) -> bool:
+        return True
 
     @property
     def embedder(self) -> Embedder:

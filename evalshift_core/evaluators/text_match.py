@@ -18,6 +18,7 @@ class TextMatch(Evaluator):
 
     type_name = "text_match"
     options = frozenset({"mode", "values", "case_sensitive"})
+    reads_text = True
 
     def __init__(self, config: dict[str, Any]) -> None:
         super().__init__(config)
@@ -31,6 +32,9 @@ class TextMatch(Evaluator):
             raise ValueError("values only apply to mode: contains")
         self.case_sensitive = bool(config.get("case_sensitive", False))
         self.values = [self._norm(v) for v in values]
+
+    def compares_to_source(self, side: str | None) -> bool:
+        return not self.values  # with values, each side is checked against them on its own
 
     def _norm(self, text: str) -> str:
         text = " ".join(text.split())  # whitespace layout is formatting, not content

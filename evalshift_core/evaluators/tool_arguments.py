@@ -12,11 +12,13 @@ from typing import Any
 
 from .._models import Example, ExpectedToolCall, ToolCall, ToolTrace
 from ._base import (
+    MATCHING,
     Evaluator,
     Pair,
     ScoreRecord,
     is_number,
     json_equal,
+    match_calls,
     match_calls_greedy,
     new_record,
     replayed_rounds,
@@ -79,15 +81,16 @@ class ToolArguments(Evaluator):
 
     type_name = "tool_arguments"
     options = frozenset({"against", "matching", "fields", "numeric_tolerance", "optional_fields_scored"})
+    reads_arguments = True
 
     def __init__(self, config: dict[str, Any]) -> None:
         super().__init__(config)
         self.against = str(config.get("against", "source"))
         if self.against not in ("source", "expected"):
             raise ValueError(f"against must be source or expected, not {self.against!r}")
-        self.matching = str(config.get("matching", "greedy"))
-        if self.matching not in ("greedy", "optimal"):
-            raise ValueError(f"matching must be greedy or optimal, not {self.matching!r}")
+        self.matching = str(config.get("matching", "optimal"))
+        if self.matching not in MATCHING:
+            raise ValueError(f"matching must be optimal or greedy, not {self.matching!r}")
         tolerance = config.get("numeric_tolerance", 0.05)
         if not is_number(tolerance) or tolerance < 0:
             raise ValueError(f"numeric_tolerance must be a number >= 0, not {tolerance!r}")
@@ -105,6 +108,9 @@ class ToolArguments(Evaluator):
                 raise ValueError(f"fields.{key}: unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
         self.strategies: dict[str, str] = {str(k): str(v) for k, v in fields.items()}
         self._semantic: Any = None
+
+    def compares_to_source(self, side: str | None) -> bool:
+        return self.against == "source"
 
     def bind(self, evaluators: Sequence[Evaluator]) -> None:
         # Seed 000: ``semantic`` borrows the configured semantic evaluator's model and cache.
@@ -198,55 +204,25 @@ class ToolArguments(Evaluator):
 
         ``greedy`` is the greedy assignment when the caller already has it.
         """
+        results: dict[tuple[int, int], tuple[float, list[tuple[str, Any, Any, float]]]] = {}
+
+        def scored(i: int, j: int) -> tuple[float, list[tuple[str, Any, Any, float]]]:
+            found = results.get((i, j))
+            if found is None:
+                found = results[(i, j)] = scorer(i, j)
+            return found
+
         if self.matching == "greedy":
             assignment = match_calls_greedy(reference, actual) if greedy is None else greedy
-            out: list[tuple[int | None, float, list[tuple[str, Any, Any, float]]]] = []
-            for i, j in enumerate(assignment):
-                if j is None:
-                    out.append((None, 0.0, []))
-                else:
-                    s, fields = scorer(i, j)
-                    out.append((j, s, fields))
-            return out
-        return self._match_optimal(reference, actual, scorer)
-
-    def _match_optimal(
-        self,
-        reference: Sequence[ToolCall | ExpectedToolCall],
-        actual: Sequence[ToolCall],
-        scorer: Callable[[int, int], tuple[float, list[tuple[str, Any, Any, float]]]],
-    ) -> list[tuple[int | None, float, list[tuple[str, Any, Any, float]]]]:
-        # Greedy matching gives false negatives when one tool is called several times with
-        # different arguments in a different order; the assignment maximising the summed
-        # argument score does not (ties broken by distance in the sequence).
-        ref_groups: dict[str, list[int]] = {}
-        act_groups: dict[str, list[int]] = {}
-        for i, r in enumerate(reference):
-            ref_groups.setdefault(r.tool_name, []).append(i)
-        for j, a in enumerate(actual):
-            act_groups.setdefault(a.tool_name, []).append(j)
-        out: list[tuple[int | None, float, list[tuple[str, Any, Any, float]]]] = [(None, 0.0, [])] * len(reference)
-        for name, ref_idx in ref_groups.items():
-            act_idx = act_groups.get(name, [])
-            if not act_idx:
-                continue
-            if len(ref_idx) == 1 and len(act_idx) == 1:
-                i, j = ref_idx[0], act_idx[0]
-                s, fields = scorer(i, j)
-                out[i] = (j, s, fields)
-                continue
-            import numpy as np
-            from scipy.optimize import linear_sum_assignment
-
-            results = {(i, j): scorer(i, j) for i in ref_idx for j in act_idx}
-            cost = np.array(
-                [[-results[(i, j)][0] + 1e-6 * abs(i - j) for j in act_idx] for i in ref_idx], dtype=float
-            )
-            rows, cols = linear_sum_assignment(cost)
-            for r, c in zip(rows.tolist(), cols.tolist()):
-                i, j = ref_idx[r], act_idx[c]
-                s, fields = results[(i, j)]
-                out[i] = (j, s, fields)
+        else:
+            assignment = match_calls(reference, actual, lambda i, j: scored(i, j)[0])
+        out: list[tuple[int | None, float, list[tuple[str, Any, Any, float]]]] = []
+        for i, j in enumerate(assignment):
+            if j is None:
+                out.append((None, 0.0, []))
+            else:
+                s, fields = scored(i, j)
+                out.append((j, s, fields))
         return out
 
     # -- scoring --------------------------------------------------------------------------
@@ -262,7 +238,9 @@ class ToolArguments(Evaluator):
         return self.score_pair(Pair(example, source, target, timelines))
 
     def score_pair(self, pair: Pair) -> list[ScoreRecord]:
-        if self.against == "source" and pair.single_shot and self.matching == "greedy":
+        if self.against == "source" and pair.single_shot and (
+                self.matching == "greedy" or pair.same_calls or pair.names_unique):
+            # With no tool called twice on either side, optimal matching pairs what greedy does.
             return [self._score_drift_single_shot(pair)]
         return self._score_general(pair)
 
@@ -420,25 +398,31 @@ class ToolArguments(Evaluator):
         return entry
 
     def _grade_expected(self, example: Example, source: ToolTrace, target: ToolTrace, k: int) -> dict[str, Any]:
-        expected = None if example.expected_no_tools else example.expected_round(k)
-        with_args = [e for e in expected or () if e.arguments is not None]
-        if not with_args:
+        expected = [] if example.expected_no_tools else list(example.expected_round(k) or ())
+        graded = [i for i, e in enumerate(expected) if e.arguments is not None]
+        if not graded:
             # Seed 000: an example with no expected arguments is skipped neutrally at 1.0/1.0.
             return {"round": k, "skipped": True, "reason": "no expected arguments"}
+        with_args = [expected[i] for i in graded]
         round_key = k if source.round_count is not None or target.round_count is not None else None
         side_results = []
         for trace in (source, target):
             actual = round_calls(trace, k)
 
             def scorer(i: int, j: int, actual: list[ToolCall] = actual) -> tuple[float, list[tuple[str, Any, Any, float]]]:
-                e = with_args[i]
+                e = expected[i]
+                if e.arguments is None:  # any call of the tool meets a names-only expectation
+                    return 1.0, []
                 return self.score_call(
                     e.tool_name, e.arguments, actual[j].arguments,
                     recorded_keys_only=e.match_strategy != "exact",
                     containment=e.match_strategy == "contains_per_field",
                 )
 
-            side_results.append((actual, self._match(with_args, actual, scorer)))
+            # Every expectation takes part in matching, so a names-only one keeps its call and
+            # the expectations with arguments meet the calls they describe; only those are graded.
+            matches = self._match(expected, actual, scorer)
+            side_results.append((actual, [matches[i] for i in graded]))
         (src_calls, src_matches), (tgt_calls, tgt_matches) = side_results
         fields: list[dict[str, Any]] = []
         tools: list[str] = []

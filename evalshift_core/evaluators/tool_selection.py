@@ -128,6 +128,9 @@ class ToolSelection(Evaluator):
             sides.append((None, mode, mode in GROUND_TRUTH_MODES))
         self.sides = sides
 
+    def compares_to_source(self, side: str | None) -> bool:
+        return any(not truth for s, _mode, truth in self.sides if s == side)
+
     def _mode(self, value: Any) -> str:
         mode = str(value)
         if mode not in MODES:

@@ -45,6 +45,9 @@ class ToolTraceStructure(Evaluator):
         # The parts a single-shot pair with aligned refusals is scored on (each 1.0 unless it failed).
         self._plain_parts = self.check_call_count + self.check_parallelism + self.check_refusals
 
+    def compares_to_source(self, side: str | None) -> bool:
+        return True
+
     def score(
         self,
         example: Example,
@@ -125,6 +128,8 @@ class ToolTraceStructure(Evaluator):
         else:
             metadata["rounds"] = per_round
         metadata["tools"] = list(dict.fromkeys(tools))
+        if "TOOL_TRACE_STRUCTURE_DRIFT" in labels:
+            metadata["label_tools"] = {"TOOL_TRACE_STRUCTURE_DRIFT": metadata["tools"]}
         return [
             self.record(
                 example,
@@ -156,8 +161,9 @@ class ToolTraceStructure(Evaluator):
             ["call_count"] if count_drift else ["parallelism"])
         diff = surplus(sn, tn) + surplus(tn, sn)
         n_parts = self._plain_parts
+        tools = list(dict.fromkeys(diff or sn[:1] or tn[:1]))
         return new_record(pair.example.id, self.type_name, self.name, None, 1.0, (n_parts - len(failed)) / n_parts,
                           False, ["TOOL_TRACE_STRUCTURE_DRIFT"],
                           {"call_count_tolerance": tol, "source_call_count": ns, "target_call_count": nt,
                            "source_parallel": ps, "target_parallel": pt, "failed": failed,
-                           "tools": list(dict.fromkeys(diff or sn[:1] or tn[:1]))})
+                           "tools": tools, "label_tools": {"TOOL_TRACE_STRUCTURE_DRIFT": tools}})

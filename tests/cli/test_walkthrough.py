@@ -127,7 +127,9 @@ def test_run_then_evaluate_then_report_with_providers_from_config(walkthrough, t
 
 def test_traces_import_then_evaluate_scores_agent_trace(walkthrough, tmp_path):
     """Seed 000: "evalshift traces import <run-id> --source ... --target ..." then agent_trace scores
-    the imported timelines; a dangerous call with no verification flags MISSING_VERIFICATION_STEP."""
+    the imported timelines; a dangerous call with no verification flags MISSING_VERIFICATION_STEP.
+    Without a second source run the comparison is uncalibrated and says how to calibrate it;
+    ``--baseline`` (here a second run that repeats the first) calibrates it."""
     project, env, _, _ = walkthrough
     ran = run_cli("run", "--suite-name", "support", "--to", "openai:sim-candidate", "--json", cwd=project, env=env)
     assert ran.returncode == 0, ran.stderr
@@ -151,7 +153,19 @@ def test_traces_import_then_evaluate_scores_agent_trace(walkthrough, tmp_path):
     evaluated = run_cli("evaluate", run_id, "--config", str(config), "--json", cwd=project)
     assert evaluated.returncode == 0, evaluated.stderr
     payload = json.loads(evaluated.stdout)
-    assert [c["evaluator"] for c in payload["comparisons"]] == ["agent_trace"]
+    assert [(c["evaluator"], c["status"]) for c in payload["comparisons"]] == [("agent_trace", "uncalibrated")]
+    assert payload["verdict"] == "inconclusive" and payload["regressions"] == []
+    assert any("--baseline" in line for line in payload["recommendations"])
+
+    imported = run_cli("traces", "import", run_id, "--source", str(tmp_path / "src.jsonl"),
+                       "--target", str(tmp_path / "tgt.jsonl"), "--baseline", str(tmp_path / "src.jsonl"),
+                       cwd=project)
+    assert imported.returncode == 0, imported.stderr
+    evaluated = run_cli("evaluate", run_id, "--config", str(config), "--json", cwd=project)
+    payload = json.loads(evaluated.stdout)
+    [comparison] = payload["comparisons"]
+    assert (comparison["status"], comparison["baseline"]) == ("measured", "imported")
+    assert payload["verdict"] == "fail"
     assert any("MISSING_VERIFICATION_STEP" in r["labels"] for r in payload["regressions"])
 
 

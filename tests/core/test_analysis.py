@@ -341,7 +341,8 @@ def _refund_pair(i, amount_target, *, refusal=None):
 
 def test_real_evaluator_rows_group_into_the_seed_sentence():
     """Seed 000's sentence from real tool_arguments rows: "12 ARGUMENT_VALUE_DRIFT on
-    issue_refund.amount_usd"; a real REFUSAL_REGRESSION row makes its comparison at least high."""
+    issue_refund.amount_usd"; a real REFUSAL_REGRESSION row makes its comparison at least high.
+    The source's second run (its A/A baseline) repeats the first, as a deterministic model does."""
     from evalshift_core import evaluate_pair
 
     config = {"tool_selection": [{"name": "routing"}], "tool_arguments": [{"name": "args"}],
@@ -349,7 +350,7 @@ def test_real_evaluator_rows_group_into_the_seed_sentence():
     rows = []
     for i in range(60):
         ex, src, tgt = _refund_pair(i, "49.99 USD" if i < 12 else 49.99, refusal="I can't" if i == 59 else None)
-        rows.extend(evaluate_pair(ex, src, tgt, config))
+        rows.extend(evaluate_pair(ex, src, tgt, config, baseline=src))
     a = analyze(rows)
     assert a.verdict == "fail"
     assert "12 ARGUMENT_VALUE_DRIFT on issue_refund.amount_usd" in a.reasons
@@ -411,7 +412,8 @@ def test_real_multi_round_rows_attribute_the_round_that_diverged():
                                   {"tool_selection": [{"name": "routing", "conformance": "expected", "divergence": "exact"}]}))
     a = analyze(rows, policy={"max_tool_divergence": 0.1})
     assert a.verdict == "fail"
-    assert a.reasons[0] == ("tool_selection.routing: 4 of 12 examples (33.3%) diverged in at least one round; "
+    assert a.reasons[0] == ("tool_selection.routing: 4 of 12 examples (33.3%) diverged in at least one round "
+                            "(uncalibrated: the raw rate, with no A/A baseline to subtract); "
                             "max_tool_divergence is 10.0%")
     assert a.labels["TOOL_SELECTION_DRIFT"].by_tool == {"issue_refund": 4, "notify_security_team": 4}
     assert "lookup_order" not in a.labels["TOOL_SELECTION_DRIFT"].by_tool
