@@ -583,10 +583,11 @@ def _bar(kind: str, x: float, y: float, w: float, h: float, title: str) -> str:
             f"height='{h:.1f}'><title>{_e(title)}</title></rect>")
 
 
-def tool_chart_svg(tool_calls: Mapping[str, Any]) -> str:
+def tool_chart_svg(tool_calls: Mapping[str, Any], *, standalone: bool = False) -> str:
     """Per tool, the share of examples in which each side called it: ``notify_security_team: 22% → 0%``.
 
     The most changed tools first; a figure with id ``tool-chart``, or "" when no tool was called.
+    ``standalone`` (a notebook, which has no report stylesheet) colours the legend inline.
     """
     n = int(tool_calls.get("examples") or 0)
     tools = list(tool_calls.get("tools") or [])[:_MAX_BARS]
@@ -602,7 +603,8 @@ def tool_chart_svg(tool_calls: Mapping[str, Any]) -> str:
         s_share, t_share = t["source"] / n, t["target"] / n
         changed = " changed" if t["source"] != t["target"] else ""
         parts.append(
-            f"<text class='tool-name{changed}' x='0' y='{y + 13}'>{_e(t['tool'])}: "
+            f"<text class='tool-name{changed}' fill='currentColor' font-family='monospace' font-size='12' "
+            f"x='0' y='{y + 13}'>{_e(t['tool'])}: "
             f"{_pct_text(t['source'], n)} → {_pct_text(t['target'], n)}</text>"
             f"<rect class='bar-track' fill='{_FILLS['track']}' x='0' y='{y + 18}' width='{plot_w}' height='{2 * bar_h + 2}'/>"
             + _bar("source", 0, y + 18, plot_w * s_share, bar_h, f"source called {t['tool']} on {t['source']} of {n} examples")
@@ -611,10 +613,17 @@ def tool_chart_svg(tool_calls: Mapping[str, Any]) -> str:
         )
     parts.append("</svg>")
     more = len(tool_calls.get("tools") or []) - len(tools)
+    if standalone:
+        def key(side: str) -> str:
+            return (f"<span style='display:inline-block;width:.75em;height:.75em;margin:0 .25em 0 .5em;"
+                    f"background:{_FILLS[side]}'></span>{side}")
+    else:
+        def key(side: str) -> str:
+            return f"<span class='key key-{side}'></span>{side}"
     return (
         "<figure id='tool-chart'><figcaption>Tools called: share of the "
         f"{n} examples, source → target</figcaption>{''.join(parts)}"
-        "<p class='legend'><span class='key key-source'></span>source <span class='key key-target'></span>target"
+        f"<p class='legend'>{key('source')} {key('target')}"
         f"{f' · {more} more tools in report.json' if more > 0 else ''}</p></figure>"
     )
 
@@ -890,8 +899,24 @@ def open_report(path: str | os.PathLike[str]) -> bool:
     return webbrowser.open(Path(path).resolve().as_uri())
 
 
-def render_compact_html(analysis: Any, report_path: str | os.PathLike[str]) -> str:
-    """The compact verdict a notebook shows for ``Comparison._repr_html_`` (escaped, no script)."""
+def report_href(report_path: str | os.PathLike[str]) -> str:
+    """A link to the report a notebook can follow: relative to the working folder when the report
+    is inside it (Jupyter serves and opens such paths), else a ``file://`` URL."""
+    path = Path(report_path).resolve()
+    try:
+        return path.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path.as_uri()
+
+
+def render_compact_html(analysis: Any, report_path: str | os.PathLike[str], *,
+                        tool_calls: Mapping[str, Any] | None = None,
+                        banners: list[Any] | None = None) -> str:
+    """The compact verdict a notebook shows for ``Comparison._repr_html_`` (escaped, no script):
+    the verdict, the per-tool chart, the reasons and a link to report.html.
+
+    ``tool_calls`` and ``banners`` come from report.json beside the report when not given.
+    """
     a = _as_dict(analysis)
     verdict = str(a.get("verdict") or "inconclusive")
     colour = {"fail": "#c62828", "pass": "#2e7d32"}.get(verdict, "#b26a00")
@@ -915,23 +940,31 @@ def render_compact_html(analysis: Any, report_path: str | os.PathLike[str]) -> s
     label_line = ", ".join(
         f"<code>{_e(k)}</code> × {_e((v or {}).get('count') if isinstance(v, Mapping) else v)}" for k, v in sorted(labels.items())
     )
-    # report.json beside the report has every banner (dropped_params needs the Call rows).
-    banner_list: list[Any] = list(a.get("banners") or [])
-    sibling = Path(report_path).with_name("report.json")
-    if sibling.is_file():
-        try:
-            banner_list = orjson.loads(sibling.read_bytes()).get("banners") or banner_list
-        except (orjson.JSONDecodeError, AttributeError, OSError):
-            pass
-    banners = "".join(
+    if tool_calls is None or banners is None:
+        # report.json beside the report has every banner (dropped_params needs the Call rows).
+        sibling: dict[str, Any] = {}
+        path = Path(report_path).with_name("report.json")
+        if path.is_file():
+            try:
+                sibling = orjson.loads(path.read_bytes())
+            except (orjson.JSONDecodeError, OSError):
+                sibling = {}
+        if banners is None:
+            banners = (sibling.get("banners") if isinstance(sibling, dict) else None) or list(a.get("banners") or [])
+        if tool_calls is None and isinstance(sibling, dict):
+            tool_calls = (sibling.get("charts") or {}).get("tool_calls")
+    banner_html = "".join(
         f"<div style='border-left:4px solid {colour};padding:2px 8px;margin:4px 0'>"
         f"<strong>{_e(b.get('title') if isinstance(b, Mapping) else b)}</strong></div>"
-        for b in banner_list
+        for b in banners or []
     )
+    chart = tool_chart_svg(tool_calls or {}, standalone=True)
+    link = (f"<a href='{_e(report_href(report_path))}' target='_blank' rel='noopener'>Open the full report "
+            f"(report.html)</a> <small style='opacity:.75'><code>{_e(report_path)}</code></small>")
     return (
         "<div class='evalshift-compact' style='font-family:system-ui,sans-serif;line-height:1.4'>"
         f"<div><strong style='color:{colour};font-size:1.15em'>EvalShift verdict: {_e(verdict.upper())}</strong></div>"
-        f"{banners}<ul style='margin:4px 0'>{reasons}</ul>{table}"
+        f"{banner_html}{chart}<ul style='margin:4px 0'>{reasons}</ul>{table}"
         f"{'<div>Labels: ' + label_line + '</div>' if label_line else ''}"
-        f"<div style='opacity:.75'><small>Full report: <code>{_e(report_path)}</code></small></div></div>"
+        f"<div style='margin-top:4px'>{link}</div></div>"
     )
