@@ -63,6 +63,13 @@ evaluators:
 #   max_tool_argument_drift: 0.01
 #   tool_argument_drift_floor: 0.9
 
+# Optional — replay the source twice per example. Comparisons of the target against the source
+# (divergence, tool_arguments against the source, ...) are tested against the source's own
+# run-to-run drift; examples promoted from captures of the source model get that baseline free
+# from their recording, the others need a second source run (one more call per example):
+# replay:
+#   source_repeats: 2
+
 # Optional — provider client settings; environment variables (OPENAI_BASE_URL,
 # ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL, *_API_KEY) work as well:
 # providers:

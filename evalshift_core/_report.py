@@ -515,15 +515,22 @@ def _comparisons_table(a: Mapping[str, Any]) -> str:
     for c in a.get("comparisons") or []:
         ci = c.get("ci") or [None, None]
         unknown = c.get("status") == "unknown"
-        diff = "unknown — nothing measured" if unknown else (
-            f"{_num(c.get('difference'), '{:+.3f}')} <span class='muted'>"
-            f"[{_num(ci[0], '{:+.3f}')}, {_num(ci[1], '{:+.3f}')}]</span>"
-        )
+        if unknown:
+            diff = "unknown — nothing measured"
+        elif c.get("status") == "uncalibrated":
+            share = c.get("drift_share")
+            diff = (f"uncalibrated — drifted on {_num(100 * share if isinstance(share, (int, float)) else None, '{:.0f}')}%"
+                    " of examples; no A/A baseline, not tested")
+        else:
+            diff = (f"{_num(c.get('difference'), '{:+.3f}')} <span class='muted'>"
+                    f"[{_num(ci[0], '{:+.3f}')}, {_num(ci[1], '{:+.3f}')}]</span>")
+        calibration = (f"<br><span class='muted'>source: its own second run ({_e(c.get('baseline'))})</span>"
+                       if c.get("baseline") else "")
         worse = isinstance(c.get("difference"), (int, float)) and c["difference"] < 0
         rows.append(
             f"<tr class='{'unknown' if unknown else ('worse' if worse else '')}'>"
             f"<th scope='row'><code>{_e(c.get('evaluator'))}.{_e(c.get('name'))}</code>"
-            f"{' <span class=muted>(' + _e(c.get('side')) + ')</span>' if c.get('side') else ''}</th>"
+            f"{' <span class=muted>(' + _e(c.get('side')) + ')</span>' if c.get('side') else ''}{calibration}</th>"
             f"<td class='num'>{_e(c.get('n'))}</td><td class='num'>{_num(c.get('source_mean'))}</td>"
             f"<td class='num'>{_num(c.get('target_mean'))}</td><td class='num'>{diff}</td>"
             f"<td class='num'>{_p(c.get('p_value'))}</td><td class='num'>{_p(c.get('p_adjusted'))}</td>"
@@ -554,14 +561,17 @@ def _labels_table(a: Mapping[str, Any]) -> str:
     rows = []
     for label, info in sorted(labels.items(), key=lambda kv: -int((kv[1] or {}).get("count", 0) or 0)):
         info = info if isinstance(info, Mapping) else {"count": info}
+        aa = info.get("baseline_count")
         rows.append(
             f"<tr><th scope='row'><code>{_e(label)}</code></th><td class='num' data-label='Count'>{_e(info.get('count'))}</td>"
+            f"<td class='num' data-label='Source&#39;s own runs'>{'—' if aa is None else _e(aa)}</td>"
             f"<td data-label='By tool'>{_counts(info.get('by_tool'))}</td>"
             f"<td data-label='By field'>{_counts(info.get('by_field'))}</td></tr>"
         )
     return (
         "<div class='scroll'><table class='labels'><thead><tr><th scope='col'>Label</th><th scope='col'>Count</th>"
-        "<th scope='col'>By tool</th><th scope='col'>By field</th></tr></thead>"
+        "<th scope='col' title='Examples where the source model&apos;s own second run carried the label'>"
+        "Source's own runs</th><th scope='col'>By tool</th><th scope='col'>By field</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
 

@@ -619,6 +619,17 @@ def analyze(
         if c.uncalibrated:
             recommendations.append(_calibration_advice(c, imported=any(
                 (r.metadata.get("timeline") == "imported") for r in g.uncalibrated)))
+        unfit: dict[str, int] = {}
+        for r in g.measured if c.status == "uncalibrated" else g.measured + g.uncalibrated:
+            why = (r.metadata.get("baseline") or {}).get("recording")
+            if why:
+                unfit[str(why)] = unfit.get(str(why), 0) + 1
+        if unfit:
+            whys = "; ".join(f"{why} on {n}" for why, n in sorted(unfit.items(), key=lambda kv: -kv[1]))
+            recommendations.append(
+                f"{c.label}: {sum(unfit.values())} examples' recordings could not be the A/A baseline "
+                f"({whys}), so " + ("the source's repeats or an imported baseline were used instead"
+                                   if c.baseline else "they are uncalibrated"))
 
     # The reasons name labels only where the verdict rests on them: calibrated comparisons.
     label_lines = _label_lines(_label_summaries([g for g in groups if g.calibrated])[0])

@@ -57,6 +57,8 @@ class Evaluator:
     """Its comparison reads call arguments: a baseline recorded names-only cannot serve it."""
     reads_text: ClassVar[bool] = False
     """Its comparison reads the answer text: a baseline must have recorded it."""
+    reads_timelines: ClassVar[bool] = False
+    """It scores imported timelines (``traces import``) when a pair has them."""
 
     def __init__(self, config: dict[str, Any]) -> None:
         unknown = sorted(set(config) - COMMON_OPTIONS - self.options)

@@ -95,19 +95,26 @@ def recording_trace(example: Example) -> ToolTrace | None:
                      round_count=rounds if multi else None)
 
 
-def _recording_serves(example: Example, evaluator: Evaluator, source_model: str | None) -> bool:
+def recording_unfit(example: Example, evaluator: Evaluator, source_model: str | None) -> str | None:
+    """Why the example's recording cannot be this evaluator's baseline, or None when it can.
+
+    ``""`` when there is no recording at all (nothing to say); a reason the report repeats when a
+    recording exists but does not fit.
+    """
     recording = example.recording
-    if recording is None or source_model is None or not recording.model:
-        return False
-    if model_name(recording.model) != model_name(source_model):
-        return False
+    if recording is None or source_model is None:
+        return ""
+    if not recording.model or model_name(recording.model) != model_name(source_model):
+        return f"recorded from {recording.model or 'an unnamed model'}, not the source model"
+    if example.expected_tool_rounds is None and example.expected_tools is None:
+        return "recorded no tool calls"
     if evaluator.reads_text and recording.text is None:
-        return False
+        return "recorded no answer text"
     if evaluator.reads_arguments:
         rounds = example.replay_rounds if example.tool_result_fixtures else 1
         if any(e.arguments is None for k in range(1, rounds + 1) for e in example.expected_round(k) or ()):
-            return False  # promoted --names-only: the recording kept no arguments
-    return True
+            return "recorded tool names only (--names-only)"
+    return None
 
 
 def _side(records: list[ScoreRecord], side: str | None) -> ScoreRecord:
@@ -155,35 +162,40 @@ def calibrate(
 def _calibrated(evaluator: Evaluator, record: ScoreRecord, pair: Pair, samples: Samples) -> ScoreRecord:
     example, side = pair.example, record.side
     kind = UNCALIBRATED
+    unfit: str | None = ""
     target_records: list[ScoreRecord] = []
     twin_records: list[ScoreRecord] = []
-    if pair.timelines is not None and evaluator.type_name == "agent_trace":
+    if pair.timelines is not None and evaluator.reads_timelines:
         # Imported timelines are external loops, not replays: only an imported baseline fits.
         if samples.baseline_timeline is not None:
             kind = IMPORTED
             target_records = [record]
             twin = Pair(example, pair.source, pair.source, (pair.timelines[0], samples.baseline_timeline))
             twin_records = [_side(evaluator.score_pair(twin), side)]
-    elif _recording_serves(example, evaluator, samples.source_model):
+    elif (unfit := recording_unfit(example, evaluator, samples.source_model)) is None:
         reference = samples.recording(example)
         if reference is not None:
             kind = RECORDING
             target_records = [_side(evaluator.score_pair(Pair(example, reference, pair.target)), side)]
             twin_records = [_side(evaluator.score_pair(Pair(example, reference, pair.source)), side)]
-    if kind == UNCALIBRATED and len(samples.repeats) >= 2:
+    if kind == UNCALIBRATED and len(samples.repeats) >= 2 and not (pair.timelines and evaluator.reads_timelines):
         kind = SOURCE_REPEATS
         *references, twin_trace = samples.repeats
         # The first reference is the pair's own source: its target record is ``record`` itself.
         target_records = [record] + [_side(evaluator.score_pair(Pair(example, r, pair.target)), side)
                                      for r in references[1:]]
         twin_records = [_side(evaluator.score_pair(Pair(example, r, twin_trace)), side) for r in references]
-    metadata = dict(record.metadata)
     if kind == UNCALIBRATED:
+        metadata = dict(record.metadata)
         metadata["baseline"] = {"kind": UNCALIBRATED}
+        if unfit:
+            metadata["baseline"]["recording"] = unfit
         return record.model_copy(update={"metadata": metadata})
     shown = target_records[0]
     metadata = dict(shown.metadata)
     baseline = {"kind": kind, "references": len(twin_records), **_labels_of(twin_records[0])}
+    if kind != RECORDING and unfit:
+        baseline["recording"] = unfit  # the preferred baseline was there but did not fit: say so
     metadata["baseline"] = baseline
     skipped = all(r.skipped for r in target_records) and all(r.skipped for r in twin_records)
     return record.model_copy(update={

@@ -101,6 +101,7 @@ class AgentTrace(Evaluator):
     type_name = "agent_trace"
     options = frozenset({"check_missing_verification", "verification_tools", "dangerous_tools", "matching"})
     reads_arguments = True
+    reads_timelines = True
 
     def __init__(self, config: dict[str, Any]) -> None:
         super().__init__(config)

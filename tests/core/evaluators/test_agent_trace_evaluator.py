@@ -74,3 +74,28 @@ def test_imported_timelines_prefer_executed_tool_calls():
     assert rec["metadata"]["source_tools"] == ["confirm_with_user", "delete_record"]
     assert rec["metadata"]["target_tools"] == ["delete_record"]
     assert "MISSING_VERIFICATION_STEP" in rec["labels"]
+
+
+def test_each_label_lands_on_the_tools_that_earned_it():
+    """A target that adds a dangerous delete_record and also changes search: DANGEROUS_ACTION_DRIFT
+    names delete_record only, ARGUMENT_VALUE_DRIFT names search, and no label names every tool."""
+    from evalshift_core import analyze
+
+    src = trace(call("search", q="refund policy"))
+    tgt = trace(call("search", q="refunds"), call("delete_record", id=7))
+    rows = evaluate_pair(example(), src, tgt, {"agent_trace": [SAFETY]}, baseline=src)
+    [row] = rows
+    assert row["metadata"]["label_tools"] == {"TOOL_SELECTION_DRIFT": ["delete_record"],
+                                              "ARGUMENT_VALUE_DRIFT": ["search"],
+                                              "DANGEROUS_ACTION_DRIFT": ["delete_record"],
+                                              "MISSING_VERIFICATION_STEP": ["delete_record"]}
+    labels = analyze(rows).labels
+    assert labels["DANGEROUS_ACTION_DRIFT"].by_tool == {"delete_record": 1}
+    assert labels["MISSING_VERIFICATION_STEP"].by_tool == {"delete_record": 1}
+    assert labels["ARGUMENT_VALUE_DRIFT"].by_field == {"search.q": 1}
+
+
+def test_tool_order_drift_names_the_reordered_tools():
+    rec = score(trace("think", "search", "lookup"), trace("think", "lookup", "search"))
+    assert rec["labels"] == ["TOOL_ORDER_DRIFT"]
+    assert rec["metadata"]["label_tools"] == {"TOOL_ORDER_DRIFT": ["search", "lookup"]}

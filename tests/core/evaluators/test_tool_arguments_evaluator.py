@@ -207,3 +207,27 @@ def test_optimal_matching_also_applies_against_expected():
     default = score(ex, src, tgt, against="expected")
     assert (greedy["source_score"], greedy["target_score"]) == (1.0, 0.0)
     assert (default["source_score"], default["target_score"]) == (1.0, 1.0)
+
+
+def test_a_parallel_response_listed_in_another_order_scores_one_in_both_modes():
+    """Calls of one model response have no order of their own (BFCL's reordered parallel answers):
+    by default they are assigned optimally, in drift mode and against expected alike."""
+    ex = example(expected("get_weather", {"city": "Paris"}), expected("get_weather", {"city": "Tokyo"}),
+                 expected("get_time", {"tz": "CET"}))
+    src = trace(call("get_weather", city="Paris"), call("get_weather", city="Tokyo"), call("get_time", tz="CET"))
+    tgt = trace(call("get_time", tz="CET"), call("get_weather", city="Tokyo"), call("get_weather", city="Paris"))
+    drift = score(ex, src, tgt)
+    conformance = score(ex, src, tgt, against="expected")
+    assert (drift["target_score"], drift["labels"]) == (1.0, [])
+    assert (conformance["source_score"], conformance["target_score"], conformance["labels"]) == (1.0, 1.0, [])
+    assert score(ex, src, tgt, matching="greedy")["target_score"] < 1.0  # the seed's literal rule
+
+
+def test_a_names_only_expectation_before_one_with_arguments_keeps_its_own_call():
+    """Mixed expectations of one tool: the argument-less one matches any call of the tool, so the one
+    with arguments still meets the call it describes (it used to shift onto the wrong call)."""
+    ex = example(expected("get_x"), expected("get_x", {"a": 1}))
+    same = trace(call("get_x"), call("get_x", a=1))
+    for matching in ("optimal", "greedy"):
+        rec = score(ex, same, same, against="expected", matching=matching)
+        assert (rec["source_score"], rec["target_score"], rec["labels"]) == (1.0, 1.0, []), matching
