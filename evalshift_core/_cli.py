@@ -122,6 +122,7 @@ def verdict_payload(run_id: str, run_dir: Path, analysis: Any, report_path: Path
         "run_id": run_id,
         "run_dir": str(run_dir),
         "verdict": a.get("verdict"),
+        "headline": a.get("headline"),
         "reasons": a.get("reasons", []),
         "banners": a.get("banners", []),
         "comparisons": a.get("comparisons", []),
@@ -183,7 +184,8 @@ def print_verdict(payload: Mapping[str, Any]) -> None:
     verdict = str(payload.get("verdict") or "unknown")
     click.echo("")
     color = {"fail": "red", "pass": "green"}.get(verdict, "yellow")
-    click.secho(f"Verdict: {verdict.upper()}", bold=True, fg=color)
+    # The plain-language headline first; the statistics follow one level down.
+    click.secho(f"Verdict: {payload.get('headline') or verdict.upper()}", bold=True, fg=color)
     for reason in payload.get("reasons", []):
         click.echo(f"  - {reason}")
     regressions = _regressed_examples(payload.get("regressions") or [])

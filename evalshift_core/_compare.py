@@ -18,6 +18,7 @@ from ._report import build_report, write_report
 from ._run import check_sides, run
 from ._suite import DEFAULT_BASE, load_suite, suite_path
 from ._tools_file import apply_prompt_tools
+from .analysis._headline import headline
 from .analysis._tool_use import tool_use
 from .evaluators import build_evaluators, evaluate_run
 
@@ -62,8 +63,8 @@ class Comparison:
         models = ""
         if self.manifest.get("source_model"):
             models = f"{self.manifest['source_model']} -> {self.manifest.get('target_model')}, "
-        return (f"<Comparison {self.verdict.upper()}: {models}{regressed} examples regressed; "
-                f"run {self.run_id}; report {self.report_path}>")
+        said = self.analysis.headline or self.verdict.upper()
+        return f"<Comparison {said} ({models}{regressed} examples regressed; report {self.report_path})>"
 
     def _repr_html_(self) -> str:
         from ._report import render_compact_html
@@ -121,6 +122,7 @@ def evaluate_and_report(
     floors = {(ev.type_name, ev.name): ev.severity_floor for ev in build_evaluators(config.evaluators)}
     # Examples carry the clusters (source trace, tags) the standard errors are corrected for.
     analysis = analyze(scores, policy=config.migration_policy, examples=examples, severity_floors=floors)
+    analysis.headline = headline(analysis, tool_use(examples, calls))  # the tools each side called, in words
     atomic_write_json(run_dir / "analysis.json", analysis.model_dump(mode="json"))
     report_path = write_report(run_dir, build_report(analysis, examples, calls, manifest, scores))
     return analysis, report_path

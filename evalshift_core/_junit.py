@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._io import atomic_write_bytes
+from .analysis._headline import duplicate_comparisons
 
 
 def _label(c: Mapping[str, Any]) -> str:
@@ -47,11 +48,17 @@ def build_junit(payload: Mapping[str, Any], *, alpha: float = 0.05, fail_on_inco
     case = ET.SubElement(verdict_suite, "testcase", classname="evalshift.verdict", name="verdict")
     verdict = payload.get("verdict")
     failing = verdict == "fail"
+    said = str(payload.get("headline") or f"verdict: {verdict}")  # the plain words first, then the statistics
     reasons = "\n".join(str(r) for r in payload.get("reasons") or [])
     if failing or (verdict == "inconclusive" and fail_on_inconclusive):
-        ET.SubElement(case, "failure", message=f"verdict: {verdict}", type="verdict").text = reasons
+        ET.SubElement(case, "failure", message=said, type="verdict").text = reasons
     elif verdict != "pass":
-        ET.SubElement(case, "skipped", message=f"verdict: {verdict}").text = reasons
+        ET.SubElement(case, "skipped", message=said).text = reasons
+    else:
+        ET.SubElement(case, "system-out").text = said
+    # One root cause, one failure: a side that regressed on the same examples and tools as another
+    # side of its evaluator is counted once, under the side it repeats.
+    duplicates = duplicate_comparisons(payload.get("regressions") or [])
 
     def fail_or_skip(case: ET.Element, message: str, kind: str) -> None:
         if failing:
@@ -67,18 +74,31 @@ def build_junit(payload: Mapping[str, Any], *, alpha: float = 0.05, fail_on_inco
                    f"severity {c.get('severity')}, n={c.get('n')}")
         if c.get("status") == "unknown":
             ET.SubElement(case, "skipped", message="Nothing measured")
+        elif comparison_failed(c, alpha) and _label(c) in duplicates:
+            ET.SubElement(case, "skipped", message=f"{summary} (the same root cause as {duplicates[_label(c)]}: "
+                                                   "counted there)")
         elif comparison_failed(c, alpha):
             fail_or_skip(case, summary, str(c.get("severity") or "regression"))
         else:
             ET.SubElement(case, "system-out").text = summary
 
     reg_suite = suite(f"evalshift.regressions[{run_id}]")
-    for r in payload.get("regressions") or []:
+    regressions = payload.get("regressions") or []
+    agreeing: dict[tuple[str, str], list[str]] = {}
+    for r in regressions:
+        if _label(r) in duplicates:
+            agreeing.setdefault((str(r.get("example_id")), duplicates[_label(r)]), []).append(str(r.get("side")))
+    for r in regressions:
+        if _label(r) in duplicates:
+            continue  # said by the side it repeats
         labels = ", ".join(r.get("labels") or []) or "score drop"
         case = ET.SubElement(reg_suite, "testcase", classname=f"evalshift.regressions.{_label(r)}",
                              name=str(r.get("example_id")))
         message = (f"{labels}: target {_fmt(r.get('target_score'))} < source {_fmt(r.get('source_score'))}"
                    f" [{', '.join(r.get('tools') or [])}]")
+        sides = agreeing.get((str(r.get("example_id")), _label(r)))
+        if sides:
+            message += f"; the {' and '.join(sides)} side agrees"
         fail_or_skip(case, message, (r.get("labels") or ["REGRESSION"])[0])
 
     for s in suites.findall("testsuite"):

@@ -27,6 +27,7 @@ from ._exceptions import InputError
 from ._io import atomic_write_bytes, atomic_write_json, iter_jsonl
 from ._models import Call, Example, ToolCall, ToolTrace
 from ._progress import count_lines, progress_bar, tracked
+from .analysis._headline import headline
 from .analysis._tool_use import tool_use
 
 REPORT_SCHEMA_VERSION = 1
@@ -442,16 +443,19 @@ def build_report(
         k: int(v.get("count") or 0) for k, v in (a.get("labels") or {}).items() if isinstance(v, Mapping)
     }) or Counter(lab for r in a.get("regressions") or [] for lab in r.get("labels") or [])
     analysis_out = {k: v for k, v in a.items() if k != "regressions"}
+    tool_calls = tool_use(examples, calls).as_dict()
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
         "run": dict(manifest),
         "verdict": a.get("verdict"),
+        # analysis.json from before the headline gets one told from the same counts
+        "headline": a.get("headline") or headline(a, tool_calls),
         "reasons": a.get("reasons") or [],
         "banners": _banners(a, calls),
         "analysis": analysis_out,
         "dropped_params": dropped,
         "charts": {
-            "tool_calls": tool_use(examples, calls).as_dict(),
+            "tool_calls": tool_calls,
             "rounds": _round_counts(rows),
             "labels": _label_items(a.get("labels") or {}),
             "distributions": _distributions(scores) if scores is not None else None,
@@ -519,8 +523,9 @@ def _comparisons_table(a: Mapping[str, Any]) -> str:
             diff = "unknown — nothing measured"
         elif c.get("status") == "uncalibrated":
             share = c.get("drift_share")
-            diff = (f"uncalibrated — drifted on {_num(100 * share if isinstance(share, (int, float)) else None, '{:.0f}')}%"
-                    " of examples; no A/A baseline, not tested")
+            diff = (f"<span class='note'>uncalibrated — drifted on "
+                    f"{_num(100 * share if isinstance(share, (int, float)) else None, '{:.0f}')}%"
+                    " of examples; no A/A baseline, not tested</span>")
         else:
             diff = (f"{_num(c.get('difference'), '{:+.3f}')} <span class='muted'>"
                     f"[{_num(ci[0], '{:+.3f}')}, {_num(ci[1], '{:+.3f}')}]</span>")
@@ -582,6 +587,7 @@ def _labels_table(a: Mapping[str, Any]) -> str:
 _FILLS = {"source": "#4b6cb7", "target": "#d9822b", "label": "#b3261e", "held": "#8d93a3", "lost": "#b3261e",
           "gained": "#1e6b35", "missed": "#d9dbe1", "track": "#eef0f3"}
 _MAX_BARS = 12
+_LABEL_CAP = 58  # characters of a bar's label that fit the chart's width
 
 
 def _pct_text(part: int, whole: int) -> str:
@@ -612,10 +618,11 @@ def tool_chart_svg(tool_calls: Mapping[str, Any], *, standalone: bool = False) -
         y = top + i * row_h
         s_share, t_share = t["source"] / n, t["target"] / n
         changed = " changed" if t["source"] != t["target"] else ""
+        shares = f"{_pct_text(t['source'], n)} → {_pct_text(t['target'], n)}"
+        name = t["tool"] if len(t["tool"]) + len(shares) + 2 <= _LABEL_CAP else t["tool"][:_LABEL_CAP - len(shares) - 3] + "…"
         parts.append(
             f"<text class='tool-name{changed}' fill='currentColor' font-family='monospace' font-size='12' "
-            f"x='0' y='{y + 13}'>{_e(t['tool'])}: "
-            f"{_pct_text(t['source'], n)} → {_pct_text(t['target'], n)}</text>"
+            f"x='0' y='{y + 13}'><title>{_e(t['tool'])}</title>{_e(name)}: {shares}</text>"
             f"<rect class='bar-track' fill='{_FILLS['track']}' x='0' y='{y + 18}' width='{plot_w}' height='{2 * bar_h + 2}'/>"
             + _bar("source", 0, y + 18, plot_w * s_share, bar_h, f"source called {t['tool']} on {t['source']} of {n} examples")
             + _bar("target", 0, y + 20 + bar_h, plot_w * t_share, bar_h,
@@ -647,7 +654,8 @@ def _rows_svg(rows: list[tuple[str, list[tuple[str, int, str]]]], total: int, la
     parts = [f"<svg class='chart {cls}' viewBox='0 0 {width} {height}' width='{width}' role='img' aria-label='{_e(label)}'>"]
     for i, (text, bars) in enumerate(rows):
         y = top + i * row_h
-        parts.append(f"<text class='tool-name' x='0' y='{y + 13}'>{_e(text)}</text>")
+        shown = text if len(text) <= _LABEL_CAP else text[:_LABEL_CAP - 1] + "…"  # whole text in the title
+        parts.append(f"<text class='tool-name' x='0' y='{y + 13}'><title>{_e(text)}</title>{_e(shown)}</text>")
         for j, (kind, value, title) in enumerate(bars):
             w = plot_w * value / total if total else 0
             by = y + 18 + j * (bar_h + 2)
@@ -826,6 +834,7 @@ def render_html(report: Mapping[str, Any]) -> str:
         f" · {_e(run.get('created') or '')}{_cache_note(run)}</p></header><main>",
         f"<section class='verdict verdict-{_e(verdict)}' aria-labelledby='h-verdict'>"
         f"<h1 id='h-verdict'><span class='badge'>{_e(verdict.upper())}</span> Migration verdict</h1>"
+        f"<p id='headline' class='headline'>{_e(report.get('headline') or verdict.upper())}</p>"
         "<div class='verdict-body'><div>"
         f"<ul class='reasons'>{''.join(f'<li>{_e(r)}</li>' for r in report.get('reasons') or [])}</ul>"
         f"<p class='muted'>{len(rows)} examples · {n_regressed} with a regression · "
@@ -974,6 +983,7 @@ def render_compact_html(analysis: Any, report_path: str | os.PathLike[str], *,
     return (
         "<div class='evalshift-compact' style='font-family:system-ui,sans-serif;line-height:1.4'>"
         f"<div><strong style='color:{colour};font-size:1.15em'>EvalShift verdict: {_e(verdict.upper())}</strong></div>"
+        f"<p style='font-size:1.1em;margin:4px 0'>{_e(a.get('headline') or '')}</p>"
         f"{banner_html}{chart}<ul style='margin:4px 0'>{reasons}</ul>{table}"
         f"{'<div>Labels: ' + label_line + '</div>' if label_line else ''}"
         f"<div style='margin-top:4px'>{link}</div></div>"

@@ -89,3 +89,26 @@ def test_a_passing_verdict_fails_nothing_even_with_regressed_examples():
     assert _failures(root) == []
     regression = _cases(root)["evalshift.regressions.tool_selection.routing (conformance)::ex_security_01"]
     assert "TOOL_SELECTION_DRIFT" in regression.find("skipped").get("message")
+
+
+def test_one_root_cause_is_one_failure_per_example_not_one_per_side():
+    """Conformance and divergence regressed on the same examples and tools: ten examples, ten failures."""
+    sides = ("conformance", "divergence")
+    comparisons = [{**PAYLOAD["comparisons"][0], "side": side} for side in sides]
+    regressions = [
+        {"example_id": f"ex_security_{i:02d}", "evaluator": "tool_selection", "name": "routing", "side": side,
+         "source_score": 1.0, "target_score": 0.0, "labels": ["TOOL_SELECTION_DRIFT"], "tools": ["notify_security_team"]}
+        for i in range(10) for side in sides
+    ]
+    headline = "FAIL — the candidate stopped calling notify_security_team on 10 of 32 examples (all tagged security)."
+    root = build_junit({**PAYLOAD, "headline": headline, "comparisons": comparisons, "regressions": regressions})
+    failed = _failures(root)
+    assert failed.count("evalshift.comparisons::tool_selection.routing (conformance)") == 1
+    assert "evalshift.comparisons::tool_selection.routing (divergence)" not in failed
+    per_example = [f for f in failed if f.startswith("evalshift.regressions.")]
+    assert len(per_example) == 10
+    cases = _cases(root)
+    message = cases["evalshift.regressions.tool_selection.routing (conformance)::ex_security_03"].find("failure").get("message")
+    assert message.endswith("; the divergence side agrees")
+    assert "counted there" in cases["evalshift.comparisons::tool_selection.routing (divergence)"].find("skipped").get("message")
+    assert cases["evalshift.verdict::verdict"].find("failure").get("message") == headline

@@ -86,10 +86,16 @@ def test_gate_exits_2_and_writes_junit_and_json(walkthrough):
     comparisons = [c for c in cases if c.get("classname") == "evalshift.comparisons"]
     regressions = [c for c in cases if c.get("classname", "").startswith("evalshift.regressions")]
     assert len(comparisons) == len(payload["comparisons"])
-    assert len(regressions) == len(payload["regressions"]) > 0
+    # one testcase per regressed example: its conformance and divergence rows are one root cause
+    assert len(regressions) == len({r["example_id"] for r in payload["regressions"]}) == 10
+    assert len(payload["regressions"]) == 20  # --json and analysis.json keep both sides
     assert all(c.find("failure") is not None for c in regressions)
+    assert sum(c.find("failure") is not None for c in comparisons) == 1
     verdict = next(c for c in cases if c.get("name") == "verdict")
-    assert verdict.find("failure") is not None
+    assert verdict.find("failure").get("message") == payload["headline"]
+    assert payload["headline"].startswith("FAIL — the candidate stopped calling notify_security_team on 7 of 32")
+    assert set(payload) >= {"headline", "banners", "labels"}
+    assert payload["labels"]["TOOL_SELECTION_DRIFT"]["by_tool"]["notify_security_team"] == 7
 
 
 def test_same_model_passes_the_gate(walkthrough):

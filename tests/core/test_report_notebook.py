@@ -35,6 +35,7 @@ def test_the_notebook_uses_only_the_public_api():
 def test_the_rich_display_shows_the_verdict_the_per_tool_chart_and_a_link_to_the_report(executed):
     html = _output(executed, "\ncomparison")["data"]["text/html"]
     assert "EvalShift verdict: FAIL" in html
+    assert "FAIL — the candidate stopped calling notify_security_team on 6 of 24 examples (all tagged security)" in html
     chart = html[html.index("<svg"):html.index("</svg>")]
     assert "notify_security_team: 25% → 0%" in chart  # 6 of the 24 tickets are security tickets
     link = re.search(r"<a href='([^']+)'[^>]*>Open the full report \(report.html\)</a>", html)
@@ -44,8 +45,9 @@ def test_the_rich_display_shows_the_verdict_the_per_tool_chart_and_a_link_to_the
 
 def test_the_text_repr_is_one_short_line(executed):
     text = _output(executed, "print(repr(comparison))")["text"].strip()
-    assert "\n" not in text and len(text) < 300
-    assert text.startswith("<Comparison FAIL: openai:sim-baseline -> openai:sim-candidate, ")
+    assert "\n" not in text and len(text) < 400
+    assert text.startswith("<Comparison FAIL — the candidate stopped calling notify_security_team on 6 of 24 examples")
+    assert "(openai:sim-baseline -> openai:sim-candidate, " in text
 
 
 def test_regressions_and_scores_come_as_pandas_tables(executed):
