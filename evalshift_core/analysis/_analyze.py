@@ -14,6 +14,7 @@ from typing import Any, Literal
 from .._exceptions import ConfigError
 from .._models import Example
 from .._policy import MigrationPolicy
+from .._progress import counted, progress_bar
 from ..evaluators import ScoreRecord
 from ..evaluators._calibration import UNCALIBRATED
 from ._headline import (
@@ -449,10 +450,13 @@ def analyze(
     for raw in scores:
         r = raw if isinstance(raw, ScoreRecord) else ScoreRecord.model_validate(dict(raw))
         by_key.setdefault((r.evaluator, r.name, r.side), []).append(r)
+    # A 100k-example run spends seconds here: a bar (after 2 s, on a terminal) per comparison,
+    # then one step for the labels and one for the regressions.
+    bar = progress_bar(len(by_key) + 2, "analyse", unit="step")
     groups = [
         _compare(key, rows, clusters_of=clusters_of, floor=floors.get((key[0], key[1])), seed=seed,
                  n_resamples=n_resamples)
-        for key, rows in by_key.items()
+        for key, rows in counted(by_key.items(), bar)
     ]
     comparisons = [g.result for g in groups]
     tested = [c for c in comparisons if c.p_value is not None]
@@ -461,6 +465,7 @@ def analyze(
         c.p_adjusted = float(p_adj)
 
     labels, failure_categories = _label_summaries(groups)
+    bar.update()
     fail: list[str] = []
     inconclusive: list[str] = []
     notes: list[str] = []
@@ -691,6 +696,8 @@ def analyze(
         if r.target_score < r.source_score or (g.result.baseline is None and regression_labels(r))
     ]
     regressions.sort(key=lambda x: -severity_rank(x.severity or "low"))
+    bar.update()
+    bar.close()
     analysis = Analysis(
         verdict=verdict,
         reasons=one_reason_per_cause(reasons, duplicate_comparisons(regressions)),

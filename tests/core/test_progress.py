@@ -44,7 +44,7 @@ def test_load_score_and_render_each_show_a_bar_on_stderr(bars_at_once, tmp_path,
     assert "load run-1" in capsys.readouterr().err
     evaluate_and_report(tmp_path / "runs" / "run-1", manifest, examples, calls, CONFIG)
     err = capsys.readouterr().err
-    for step in ("write scores", "build report", "write report"):
+    for step in ("write scores", "analyse", "build report", "write report"):
         assert step in err, step
     render_run_report(tmp_path, "run-1")
     err = capsys.readouterr().err
