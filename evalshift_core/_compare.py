@@ -113,6 +113,14 @@ def evaluate_and_report(
     run_dir: Path, manifest: dict[str, Any], examples: list[Example], calls: list[Call], config: Config
 ) -> tuple[Analysis, Path]:
     """Score a finished run, analyse it and write scores, analysis and report files."""
+    analysis, report_path, _ = _evaluate_and_report(run_dir, manifest, examples, calls, config)
+    return analysis, report_path
+
+
+def _evaluate_and_report(
+    run_dir: Path, manifest: dict[str, Any], examples: list[Example], calls: list[Call], config: Config
+) -> tuple[Analysis, Path, dict[str, Any]]:
+    """:func:`evaluate_and_report`, also handing back the per-tool counts (counted once per run)."""
     from ._traces import load_traces
 
     # Timelines attached with `evalshift traces import` feed agent_trace; judges need the providers.
@@ -122,10 +130,11 @@ def evaluate_and_report(
     floors = {(ev.type_name, ev.name): ev.severity_floor for ev in build_evaluators(config.evaluators)}
     # Examples carry the clusters (source trace, tags) the standard errors are corrected for.
     analysis = analyze(scores, policy=config.migration_policy, examples=examples, severity_floors=floors)
-    analysis.headline = headline(analysis, tool_use(examples, calls))  # the tools each side called, in words
+    tool_calls = tool_use(examples, calls).as_dict()
+    analysis.headline = headline(analysis, tool_calls)  # the tools each side called, in words
     atomic_write_json(run_dir / "analysis.json", analysis.model_dump(mode="json"))
-    report_path = write_report(run_dir, build_report(analysis, examples, calls, manifest, scores))
-    return analysis, report_path
+    report = build_report(analysis, examples, calls, manifest, scores, tool_calls=tool_calls)
+    return analysis, write_report(run_dir, report), tool_calls
 
 
 def compare(
@@ -169,6 +178,7 @@ def compare(
     result = run(examples, source=source, target=target, base=base, suite_name=suite_name,
                  providers=merged, template=template, **options)
     check_sides(result.run_id, result.calls)  # a side that never answered is an error, not a verdict
-    analysis, report_path = evaluate_and_report(result.run_dir, result.manifest, examples, result.calls, cfg)
+    analysis, report_path, tool_calls = _evaluate_and_report(result.run_dir, result.manifest, examples, result.calls,
+                                                             cfg)
     return Comparison(run_id=result.run_id, run_dir=result.run_dir, analysis=analysis, report_path=report_path,
-                      manifest=result.manifest, tool_calls=tool_use(examples, result.calls).as_dict())
+                      manifest=result.manifest, tool_calls=tool_calls)

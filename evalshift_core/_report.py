@@ -377,8 +377,12 @@ def build_report(
     calls: list[Call],
     manifest: Mapping[str, Any],
     scores: Iterable[Any] | None = None,
+    *,
+    tool_calls: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Gather everything the report shows into the ``report.json`` shape.
+
+    ``tool_calls`` are the run's per-tool counts when the caller has them (counted here otherwise).
 
     ``scores`` (``scores.jsonl`` rows or ScoreRecords) is optional; without it the report has no
     score distributions. Single-shot rows carry no ``rounds`` key (seed 001, "Picking an evaluator").
@@ -443,7 +447,7 @@ def build_report(
         k: int(v.get("count") or 0) for k, v in (a.get("labels") or {}).items() if isinstance(v, Mapping)
     }) or Counter(lab for r in a.get("regressions") or [] for lab in r.get("labels") or [])
     analysis_out = {k: v for k, v in a.items() if k != "regressions"}
-    tool_calls = tool_use(examples, calls).as_dict()
+    tool_calls = dict(tool_calls) if tool_calls is not None else tool_use(examples, calls).as_dict()
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
         "run": dict(manifest),
