@@ -409,6 +409,8 @@ def _recording(calls: list[dict[str, Any]], replayed: int) -> dict[str, Any]:
     recording: dict[str, Any] = {"model": calls[0].get("request_model") or calls[0].get("model")}
     if last.get("text") is not None:
         recording["text"] = last["text"]
+    elif last.get("requested_tool_calls") is not None:
+        recording["text"] = ""  # a response recorded in full that said nothing besides its calls
     if refusal is not None:
         recording["refusal"] = str(refusal)
     return recording

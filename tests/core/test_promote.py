@@ -136,6 +136,17 @@ def test_rounds_all_writes_fixtures_aligned_with_rounds(captured):
     assert not [w for w in p.warnings if "--rounds" in w]
 
 
+def test_the_recording_names_the_model_and_the_covered_rounds_answer(captured):
+    """The recording is the drift comparisons' A/A baseline: the model the capture asked for, and
+    the text of the last round a replay covers (round 1 single-shot, the answer round otherwise)."""
+    first = promote_capture(captured["refund"], rounds="first").example
+    assert first.recording.model == "sim-baseline"
+    assert first.recording.text == ""  # round 1 said nothing besides its lookup_order call
+    every = promote_capture(captured["refund"], rounds="all").example
+    assert every.recording.text.startswith("I've refunded $49.99")
+    assert every.recording.refusal is None
+
+
 def test_no_tool_turn_is_expected_no_tools(captured):
     ex = promote_capture(captured["policy"]).example
     assert ex.expected_no_tools is True
