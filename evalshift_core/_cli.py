@@ -693,8 +693,13 @@ def cache_clear(base: str, as_json: bool) -> None:
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535),
               help="Port (0 picks a free one).")
 @click.option("--scripts", "scripts_file", default=None, metavar="FILE",
-              help="YAML/JSON {model: [rules]} (default: the demo's sim-baseline and sim-candidate).")
-def simulator(host: str, port: int, scripts_file: str | None) -> None:
+              help="YAML/JSON {model: [rules] | {rules, noise}} (default: the demo's sim-baseline and "
+                   "sim-candidate, with the demo's mild noise).")
+@click.option("--noise", "noise", default=None, type=click.Choice(["none", "mild", "realistic"]),
+              help="Noise preset for every model, over its own profile's tool lists ('none': scripted replies).")
+@click.option("--noise-seed", "noise_seed", default=None, type=int, metavar="N",
+              help="Seed of every model's noise (the same seed answers the same requests the same way).")
+def simulator(host: str, port: int, scripts_file: str | None, noise: str | None, noise_seed: int | None) -> None:
     """Serve scripted models on the OpenAI wire format until interrupted (Ctrl-C).
 
     \b
@@ -708,13 +713,13 @@ def simulator(host: str, port: int, scripts_file: str | None) -> None:
     from .simulator import Simulator, load_scripts
 
     if scripts_file is None:
-        from ._demo import DEMO_SCRIPTS
+        from ._demo import DEMO_NOISE, DEMO_SCRIPTS
 
-        spec: Any = DEMO_SCRIPTS
+        scripts = load_scripts(DEMO_SCRIPTS, noise=DEMO_NOISE)
     else:
-        spec = load_script_file(scripts_file)
+        scripts = load_script_file(scripts_file)
     try:
-        sim = Simulator(load_scripts(spec), host=host, port=port)
+        sim = Simulator(scripts, host=host, port=port, noise=noise, noise_seed=noise_seed)
     except OSError as exc:
         raise EvalShiftError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
     stop = threading.Event()
@@ -733,26 +738,36 @@ def simulator(host: str, port: int, scripts_file: str | None) -> None:
 
 
 def load_script_file(path: str) -> dict[str, Any]:
-    """Simulator scripts from YAML or JSON: ``{model_name: [rule, ...]}``."""
+    """Simulator scripts from YAML or JSON: ``{model_name: [rule, ...] | {rules: [...], noise: ...}}``."""
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
+
+    from ._config import _line_of, _parse_field
+    from ._exceptions import InputError
+    from .simulator import load_scripts
 
     p = Path(path)
     if not p.is_file():
         raise EvalShiftError("scripts file not found", file=path)
+    text = p.read_text(encoding="utf-8")
     try:
-        spec = YAML(typ="safe", pure=True).load(p.read_text(encoding="utf-8"))
+        spec = YAML(typ="safe", pure=True).load(text)
     except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise EvalShiftError(f"not valid YAML: {getattr(exc, 'problem', exc)}", file=path,
                              line=mark.line + 1 if mark else None) from exc
-    if not isinstance(spec, dict) or not all(isinstance(v, list) for v in spec.values()):
+    if not isinstance(spec, dict):
         raise EvalShiftError("scripts are a mapping of model name to a list of rules", file=path, line=1)
-    for model, rules in spec.items():
-        for i, rule in enumerate(rules):
-            if not isinstance(rule, dict) or "reply" not in rule:
-                raise EvalShiftError("each rule needs a reply", file=path, field=f"{model}[{i}]")
-    return spec
+    try:
+        return load_scripts(spec)
+    except InputError as exc:
+        # the field starts with the model's name, which may itself hold dots
+        field = exc.field or ""
+        model = max((str(k) for k in spec if field == str(k) or field.startswith((f"{k}.", f"{k}["))),
+                    key=len, default=None)
+        loc = [] if model is None else [model, *_parse_field(field[len(model):])]
+        line = _line_of(YAML(typ="rt").compose(text), loc) if loc else None
+        raise EvalShiftError(exc.message, file=path, line=line, field=exc.field) from exc
 
 
 # -- the entry point --------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """``evalshift demo``: the whole pipeline offline, on the simulator and the support agent.
 
 A baseline simulated model and a candidate that skips ``notify_security_team`` on security
-tickets and calls ``issue_refund`` before ``lookup_order`` on urgent refund tickets.
+tickets and calls ``issue_refund`` before ``lookup_order`` on urgent refund tickets. The demo
+serves both under a mild noise profile (``DEMO_NOISE``), so two replays of one model differ.
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ _STATUS_RULES = [
 ]
 _POLICY = {"when": {}, "reply": {"text": "Happy to help: returns are free within 30 days and refunds take 3-5 business days."}}
 
+DEMO_NOISE: dict[str, Any] = {"preset": "mild", "read_only_tools": ["lookup_order"], "free_text_fields": ["signal"]}
+"""How the demo's models vary between replays: now and then an order looked up twice, the security
+signal or the answer worded differently, an amount spelled ``"49.99"``."""
+
 DEMO_SCRIPTS: dict[str, list[dict[str, Any]]] = {
     "sim-baseline": [
         {"when": {"user_matches": SECURITY, "after": []}, "reply": {"tool_calls": [_NOTIFY]}},
@@ -86,7 +91,7 @@ def run_demo(base: str | os.PathLike[str] = ".evalshift", *, echo: Any = print) 
     shutil.rmtree(capture_dir, ignore_errors=True)
     (base / "suites" / f"{SUITE_NAME}.jsonl").unlink(missing_ok=True)
     agent = find_example_agent()
-    with Simulator(load_scripts(DEMO_SCRIPTS)) as sim:
+    with Simulator(load_scripts(DEMO_SCRIPTS, noise=DEMO_NOISE)) as sim:
         echo(f"simulator listening on {sim.base_url}")
         env = dict(os.environ)
         env.update({

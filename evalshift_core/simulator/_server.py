@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -12,7 +13,8 @@ import orjson
 
 from . import _anthropic, _gemini, _openai, _responses
 from ._loopback import LoopbackServer
-from ._rules import ModelScript, Reply, SimRequest
+from ._noise import request_key
+from ._rules import ModelScript, Reply, SimRequest, with_noise
 
 
 class Simulator(LoopbackServer):
@@ -23,7 +25,12 @@ class Simulator(LoopbackServer):
     ``rate_limit_first=N`` answers the first N requests with ``error_status`` (429 by default)
     and ``rate_limit_every=N`` every Nth, with a ``retry-after`` header when ``retry_after``
     is set. ``sim.requests`` logs every request received (path, body, provider, model, status,
-    received: a monotonic timestamp).
+    received: a monotonic timestamp, and ``noise``: the kinds of noise that changed the reply).
+
+    ``noise`` (a preset name, a mapping or a ``NoiseProfile``) applies over every model's own
+    profile and ``noise_seed`` replaces every profile's seed (see ``load_scripts``). A model with a
+    profile answers the n-th identical request with the n-th sample of its noise, so two replays
+    of one model differ while a fresh simulator repeats the same sequence.
 
     >>> with Simulator(scripts) as sim:
     ...     client = openai.OpenAI(base_url=sim.openai_base_url, api_key="sim")
@@ -42,8 +49,10 @@ class Simulator(LoopbackServer):
         rate_limit_every: int = 0,
         retry_after: float | None = None,
         error_status: int = 429,
+        noise: Any = None,
+        noise_seed: int | None = None,
     ) -> None:
-        self.scripts = dict(scripts)
+        self.scripts = with_noise(scripts, noise=noise, noise_seed=noise_seed)
         self.latency_s = latency_s
         self.rate_limit_first = rate_limit_first
         self.rate_limit_every = rate_limit_every
@@ -55,6 +64,8 @@ class Simulator(LoopbackServer):
         """The most requests the simulator was answering at once (a check on client concurrency)."""
         self._lock = threading.Lock()
         self._count = 0
+        self._answered: Counter[tuple[str, str]] = Counter()
+        """How many times each model answered each request (the noise's ``repeat``)."""
         self._bind(_make_handler(self), host, port)
 
     @property
@@ -68,10 +79,19 @@ class Simulator(LoopbackServer):
         return self.base_url
 
     def respond(self, request: SimRequest) -> Reply:
+        return self._answer(request)[0]
+
+    def _answer(self, request: SimRequest) -> tuple[Reply, list[str]]:
         script = self.scripts.get(request.model)
         if script is None:
             raise KeyError(request.model)
-        return script.respond(request)
+        repeat = 0
+        if script.noise is not None:
+            key = (request.model, request_key(request))
+            with self._lock:
+                repeat = self._answered[key]
+                self._answered[key] += 1
+        return script.answer(request, repeat=repeat)
 
     def served(self, provider: str | None = None) -> list[dict[str, Any]]:
         """Logged requests that got a 200, optionally for one provider."""
@@ -83,7 +103,7 @@ class Simulator(LoopbackServer):
             n = self._count
             limited = n <= self.rate_limit_first or (self.rate_limit_every > 0 and n % self.rate_limit_every == 0)
             entry = {"path": path, "body": body, "provider": provider, "model": model,
-                     "status": self.error_status if limited else 200, "received": time.monotonic()}
+                     "status": self.error_status if limited else 200, "received": time.monotonic(), "noise": []}
             self.requests.append(entry)
             return n, entry, limited
 
@@ -126,7 +146,7 @@ class Simulator(LoopbackServer):
                 with self._lock:
                     self.in_flight -= 1
         try:
-            reply = self.respond(request)
+            reply, entry["noise"] = self._answer(request)
         except KeyError:
             entry["status"] = 404
             return _error(provider, 404, f"The model `{request.model}` does not exist")
