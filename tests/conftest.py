@@ -10,12 +10,11 @@ import pytest
 
 try:
     from hypothesis import settings
-except ImportError:  # the oldest-SDK environment (Makefile OLDEST) installs no hypothesis and runs no property test
+except ImportError:  # the oldest-SDK environment runs SDK tests only, without hypothesis
     settings = None
-
-# Property tests draw the same examples on every run: a CI run never fails on a draw no one can
-# reproduce, and `--hypothesis-seed` or a local profile still explores further.
 if settings is not None:
+    # Property tests draw the same examples on every run: a CI run never fails on a draw no one
+    # can reproduce, and `--hypothesis-seed` or a local profile still explores further.
     settings.register_profile("evalshift", derandomize=True, database=None, print_blob=True)
     settings.load_profile("evalshift")
 

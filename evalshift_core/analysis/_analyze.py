@@ -16,6 +16,7 @@ from .._models import Example
 from .._policy import MigrationPolicy
 from .._progress import counted, progress_bar
 from ..evaluators import ScoreRecord
+from ..evaluators._base import MISSED_BELOW
 from ..evaluators._calibration import UNCALIBRATED
 from ._headline import (
     duplicate_comparisons,
@@ -483,7 +484,7 @@ def analyze(
         if promoted is not None:
             written = [r for r in rows if r.example_id not in promoted]
             rows = [r for r in rows if r.example_id in promoted]
-            missed = sum(r.source_score < 1.0 for r in written)
+            missed = sum(r.source_score < MISSED_BELOW for r in written)
             if missed:
                 # Hand-written or imported ground truth: a weak source missing it is a finding
                 # about the source, not a sign the harness is broken.
@@ -495,7 +496,9 @@ def analyze(
                 )
         if not rows:
             continue
-        failed = sum(r.source_score < 1.0 for r in rows)
+        # "Failed" is missed (most of the recorded calls wrong), not imperfect: a non-deterministic
+        # source rarely repeats a multi-round recording exactly, and a working harness is no broken one.
+        failed = sum(r.source_score < MISSED_BELOW for r in rows)
         if 2 * failed >= len(rows):
             harness.append(
                 f"{BROKEN_HARNESS}: the source model failed the recorded ground truth on {failed} of "

@@ -121,6 +121,26 @@ class Evaluator:
         )
 
 
+MISSED_BELOW = 0.5
+"""A side missed the ground truth when it scored below this: it got most of the expected calls
+wrong (on 0/1 scores, simply a miss)."""
+TOOL_GROUND_TRUTH_MISS = "TOOL_GROUND_TRUTH_MISS"
+
+
+def ground_truth_labels(source_score: float, target_score: float, drift: Sequence[str]) -> list[str]:
+    """The labels of a row graded against ground truth (seed 001, "TOOL_GROUND_TRUTH_MISS").
+
+    Both sides missed the ground truth: TOOL_GROUND_TRUTH_MISS alone, whichever side did better,
+    and the row leaves every rate. The rule must not look at which side did better: if only the
+    rows the target did no worse on left, every A/A comparison of a non-deterministic model would
+    keep its drops and shed its gains, and fail. Otherwise ``drift``: the labels of the rounds in
+    which the target scored lower.
+    """
+    if source_score < MISSED_BELOW and target_score < MISSED_BELOW:
+        return [TOOL_GROUND_TRUTH_MISS]
+    return list(dict.fromkeys(drift))
+
+
 tool_name_of = attrgetter("tool_name")
 """A call's ``tool_name``, as a C-level function (``map`` over it builds no Python frame)."""
 

@@ -16,6 +16,7 @@ from ._base import (
     Evaluator,
     Pair,
     ScoreRecord,
+    ground_truth_labels,
     is_number,
     json_equal,
     match_calls,
@@ -274,11 +275,15 @@ class ToolArguments(Evaluator):
             metadata["rounds"] = [
                 {k: v for k, v in r.items() if k not in ("fields", "labels")} for r in per_round
             ]
+        s_score = sum(r["source_score"] for r in scored) / len(scored)
+        t_score = sum(r["target_score"] for r in scored) / len(scored)
+        if self.against == "expected":
+            labels = ground_truth_labels(s_score, t_score, labels)
         return [
             self.record(
                 example,
-                source_score=sum(r["source_score"] for r in scored) / len(scored),
-                target_score=sum(r["target_score"] for r in scored) / len(scored),
+                source_score=s_score,
+                target_score=t_score,
                 labels=list(dict.fromkeys(labels)),
                 metadata=metadata,
             )
@@ -459,8 +464,6 @@ class ToolArguments(Evaluator):
         labels: list[str] = []
         if t_score < s_score:
             labels.append("ARGUMENT_VALUE_DRIFT" if fields or not missing else "TOOL_SELECTION_DRIFT")
-        elif s_score < 1.0 and t_score < 1.0:
-            labels.append("TOOL_GROUND_TRUTH_MISS")
         entry = {"round": k, "source_score": s_score, "target_score": t_score, "fields": fields,
                  "labels": labels, "tools": list(dict.fromkeys(tools))}
         if missing:

@@ -16,6 +16,7 @@ from ._base import (
     Pair,
     ScoreRecord,
     call_names,
+    ground_truth_labels,
     new_record,
     replayed_rounds,
     round_calls,
@@ -182,12 +183,7 @@ class ToolSelection(Evaluator):
                 # Identical name sequences score 1.0 in every mode.
                 s_score = 1.0 if src == ref else compare_names(mode, src, ref)
                 t_score = 1.0 if tgt == ref else compare_names(mode, tgt, ref)
-            if t_score < s_score:
-                labels = [drift_label(tgt, ref)]
-            elif s_score < 1.0 and t_score < 1.0:
-                labels = ["TOOL_GROUND_TRUTH_MISS"]
-            else:
-                labels = []
+            labels = ground_truth_labels(s_score, t_score, [drift_label(tgt, ref)] if t_score < s_score else ())
             out.append(new_record(example.id, self.type_name, self.name, side, s_score, t_score, False, labels,
                                   {"mode": mode, "expected": list(ref), "source": list(src), "target": list(tgt)}))
         return out
@@ -221,8 +217,6 @@ class ToolSelection(Evaluator):
                 t_score = compare_names(mode, tgt, ref)
             if t_score < s_score:
                 labels.append(drift_label(tgt, ref))
-            elif s_score < 1.0 and t_score < 1.0:
-                labels.append("TOOL_GROUND_TRUTH_MISS")
             return {"round": k, "expected": ref, "source": src, "target": tgt,
                     "source_score": s_score, "target_score": t_score}, labels
         # Divergence: the source is the yardstick, so its own score is 1.0 by construction.
@@ -251,6 +245,8 @@ class ToolSelection(Evaluator):
             metadata = {"mode": mode, "expected": entry["expected"]} if truth else {"mode": mode}
             metadata["source"] = entry["source"]
             metadata["target"] = entry["target"]
+            if truth:
+                labels = ground_truth_labels(entry["source_score"], entry["target_score"], labels)
             return self.record(example, side=side, source_score=entry["source_score"],
                                target_score=entry["target_score"], labels=labels, metadata=metadata)
         per_round: list[dict[str, Any]] = []
@@ -266,11 +262,13 @@ class ToolSelection(Evaluator):
                 metadata={"mode": mode, "skipped": True, "reason": "no expected_tools on this example"},
             )
         metadata = {"mode": mode, "rounds": per_round}
+        s_score = sum(r["source_score"] for r in scored) / len(scored)
+        t_score = sum(r["target_score"] for r in scored) / len(scored)
         return self.record(
             example,
             side=side,
-            source_score=sum(r["source_score"] for r in scored) / len(scored),
-            target_score=sum(r["target_score"] for r in scored) / len(scored),
-            labels=list(dict.fromkeys(labels)),
+            source_score=s_score,
+            target_score=t_score,
+            labels=ground_truth_labels(s_score, t_score, labels) if truth else list(dict.fromkeys(labels)),
             metadata=metadata,
         )

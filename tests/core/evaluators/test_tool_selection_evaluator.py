@@ -153,3 +153,24 @@ def test_bad_config_names_the_field(config, field):
     with pytest.raises(ConfigError) as info:
         build_evaluators(config)
     assert info.value.field == field
+
+
+@pytest.mark.parametrize("against", ["tool_selection", "tool_arguments"])
+def test_a_shared_miss_does_not_depend_on_which_side_did_better(against):
+    """Both sides missed the ground truth (each below 0.5): TOOL_GROUND_TRUTH_MISS whichever side
+    scored higher, so the rows that leave the test leave symmetrically; dropping only the rows the
+    target did no worse on would fail every A/A comparison of a non-deterministic model."""
+    from evaluator_builders import call, expected
+
+    if against == "tool_selection":
+        ex = example("a", "b", "c")
+        config = {"tool_selection": [{"name": "r", "conformance": "expected"}]}
+        worse, better = trace("x"), trace("a", "x", "y")
+    else:
+        ex = example(expected("a", {"k": 1, "l": 2, "m": 3}))
+        config = {"tool_arguments": [{"name": "args", "against": "expected"}]}
+        worse, better = trace(call("a", k=9, l=9, m=9)), trace(call("a", k=1, l=9, m=9))
+    [down] = evaluate_pair(ex, better, worse, config)
+    [up] = evaluate_pair(ex, worse, better, config)
+    assert down["source_score"] > down["target_score"] and max(down["source_score"], down["target_score"]) < 0.5
+    assert down["labels"] == up["labels"] == ["TOOL_GROUND_TRUTH_MISS"]
