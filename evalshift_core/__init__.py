@@ -7,6 +7,7 @@ from ._analysis import Analysis, ComparisonResult, Regression, analyze
 from ._captures import Capture, load_captures
 from ._compare import Comparison, compare, evaluate_and_report
 from ._config import Config, load_config
+from ._demo import DEMO_SCRIPTS
 from ._exceptions import (
     ConfigError,
     EvalShiftError,
@@ -44,6 +45,7 @@ __all__ = [
     "ComparisonResult",
     "Config",
     "ConfigError",
+    "DEMO_SCRIPTS",
     "EvalShiftError",
     "Example",
     "ExpectedToolCall",

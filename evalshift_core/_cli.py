@@ -1,7 +1,9 @@
 """The ``evalshift`` command line: a thin layer over the library functions.
 
-Exit codes: 0 done (a failing verdict is still 0 unless ``--fail-on-regression``, which exits 2),
-1 user error with a one-line message, never a traceback. Progress goes to stderr, results to stdout.
+Exit codes: 0 done (a failing verdict is still 0 unless ``--fail-on-regression``, which exits 2;
+an inconclusive one is 0 unless ``--fail-on-inconclusive``, which exits 3), 1 user error with a
+one-line message, never a traceback (a run in which every call of a side failed is one). Progress
+goes to stderr, results to stdout.
 """
 
 from __future__ import annotations
@@ -19,6 +21,15 @@ from ._exceptions import EvalShiftError
 EXIT_OK = 0
 EXIT_USER_ERROR = 1
 EXIT_REGRESSION = 2
+EXIT_INCONCLUSIVE = 3
+
+EXIT_CODES_HELP = (
+    "\b\nExit codes:\n"
+    "  0  done (a FAIL or INCONCLUSIVE verdict is still 0 without the flags below)\n"
+    "  1  a user error, one line on stderr; also a run in which every call of a side failed\n"
+    "  2  the verdict is FAIL under --fail-on-regression\n"
+    "  3  the verdict is INCONCLUSIVE under --fail-on-inconclusive"
+)
 
 DEFAULT_BASE = ".evalshift"
 MAX_LISTED_REGRESSIONS = 25  # the terminal gets a summary; the report and --json have every row
@@ -103,20 +114,46 @@ def _analysis_dict(analysis: Any) -> dict[str, Any]:
     return analysis.model_dump(mode="json") if hasattr(analysis, "model_dump") else dict(analysis)
 
 
-def verdict_payload(run_id: str, run_dir: Path, analysis: Any, report_path: Path | None) -> dict[str, Any]:
+def verdict_payload(run_id: str, run_dir: Path, analysis: Any, report_path: Path | None,
+                    manifest: Mapping[str, Any] | None = None) -> dict[str, Any]:
     a = _analysis_dict(analysis)
+    manifest = manifest if manifest is not None else _manifest(run_dir)
     return {
         "run_id": run_id,
         "run_dir": str(run_dir),
         "verdict": a.get("verdict"),
+        "headline": a.get("headline"),
         "reasons": a.get("reasons", []),
+        "banners": a.get("banners", []),
         "comparisons": a.get("comparisons", []),
+        "labels": a.get("labels", {}),
         "regressions": a.get("regressions", []),
         "failure_categories": a.get("failure_categories", {}),
         "recommendations": a.get("recommendations", []),
+        "cached_calls": manifest.get("cached_calls"),
+        "model_calls": manifest.get("model_calls"),
         "analysis_path": str(Path(run_dir) / "analysis.json"),
         "report_path": str(report_path) if report_path else None,
     }
+
+
+def _manifest(run_dir: Path) -> dict[str, Any]:
+    import orjson
+
+    try:
+        data = orjson.loads((Path(run_dir) / "run.json").read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _cache_line(manifest: Mapping[str, Any]) -> str | None:
+    from ._run import cache_line
+
+    line = cache_line(manifest)
+    if line and manifest.get("cached_calls"):
+        line += " (--no-cache for fresh samples)"
+    return line
 
 
 def warn_failed_calls(run_dir: Path) -> None:
@@ -147,7 +184,8 @@ def print_verdict(payload: Mapping[str, Any]) -> None:
     verdict = str(payload.get("verdict") or "unknown")
     click.echo("")
     color = {"fail": "red", "pass": "green"}.get(verdict, "yellow")
-    click.secho(f"Verdict: {verdict.upper()}", bold=True, fg=color)
+    # The plain-language headline first; the statistics follow one level down.
+    click.secho(f"Verdict: {payload.get('headline') or verdict.upper()}", bold=True, fg=color)
     for reason in payload.get("reasons", []):
         click.echo(f"  - {reason}")
     regressions = _regressed_examples(payload.get("regressions") or [])
@@ -162,19 +200,24 @@ def print_verdict(payload: Mapping[str, Any]) -> None:
         click.echo("\nRecommendations:")
         for line in recommendations:
             click.echo(f"  - {line}")
+    cached = _cache_line(payload)
+    if cached:
+        click.echo(f"\n{cached[:1].upper()}{cached[1:]}")
     if payload.get("report_path"):
-        click.echo(f"\nReport: {payload['report_path']}")
+        click.echo(f"{'' if cached else chr(10)}Report: {payload['report_path']}")
     click.echo(f"Run id: {payload['run_id']}")
 
 
 def finish_verdict(
-    payload: dict[str, Any], *, as_json: bool, junit: str | None, fail_on_regression: bool, alpha: float = 0.05
+    payload: dict[str, Any], *, as_json: bool, junit: str | None, fail_on_regression: bool,
+    fail_on_inconclusive: bool = False, alpha: float = 0.05
 ) -> None:
-    """Print the verdict, write the JUnit file, and exit 2 on a failing verdict when asked to."""
+    """Print the verdict, write the JUnit file, and exit 2 on a failing verdict (3 on an
+    inconclusive one) when asked to."""
     if junit:
         from ._junit import write_junit
 
-        write_junit(junit, payload, alpha=alpha)
+        write_junit(junit, payload, alpha=alpha, fail_on_inconclusive=fail_on_inconclusive)
         progress(f"wrote JUnit XML to {junit}")
     if as_json:
         emit_json(payload)
@@ -182,6 +225,8 @@ def finish_verdict(
         print_verdict(payload)
     if fail_on_regression and payload.get("verdict") == "fail":
         sys.exit(EXIT_REGRESSION)
+    if fail_on_inconclusive and payload.get("verdict") == "inconclusive":
+        sys.exit(EXIT_INCONCLUSIVE)
 
 
 def json_option(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -200,7 +245,10 @@ def config_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def gate_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     fn = click.option("--junit", metavar="FILE", default=None,
-                      help="Write JUnit XML: one testcase per comparison and per regression.")(fn)
+                      help="Write JUnit XML: the verdict, one testcase per comparison and per regression; "
+                           "failures exactly when the flags above make the exit code non-zero.")(fn)
+    fn = click.option("--fail-on-inconclusive", is_flag=True,
+                      help="Exit 3 when the verdict is inconclusive (nothing decided is not a pass).")(fn)
     return click.option("--fail-on-regression", is_flag=True,
                         help="Exit 2 when the verdict is fail (for CI gates).")(fn)
 
@@ -209,7 +257,9 @@ def run_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     fn = click.option("--source-repeats", type=click.IntRange(1, 20), default=None, metavar="N",
                       help="Replay the source N times per example: the A/A baseline of the drift "
                            "comparisons where recordings cannot serve (default: replay.source_repeats, 1).")(fn)
-    fn = click.option("--no-cache", is_flag=True, help="Bypass the response cache.")(fn)
+    fn = click.option("--no-cache", is_flag=True,
+                      help="Send every request for a fresh sample instead of replaying cached responses "
+                           "(the cache is still updated).")(fn)
     fn = click.option("--max-cost", type=float, default=None, metavar="USD",
                       help="Refuse to start when the estimated cost is above this.")(fn)
     fn = click.option("--concurrency", type=click.IntRange(min=1), default=None, metavar="N",
@@ -220,7 +270,7 @@ def run_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 # -- the commands -----------------------------------------------------------------------------------
 
 
-@click.group(context_settings=CONTEXT)
+@click.group(context_settings=CONTEXT, epilog=EXIT_CODES_HELP)
 @click.version_option(package_name="evalshift")
 def cli() -> None:
     """Catch tool-call regressions before you swap the model behind an agent.
@@ -376,12 +426,16 @@ def run(suite_name: str | None, suite_file: str | None, source: str | None, targ
                       template=template, run_id=run_id, **options)
     warn_failed_calls(result.run_dir)
     calls = list(getattr(result, "calls", []))
+    _run.check_sides(result.run_id, calls)
     payload = {"run_id": result.run_id, "run_dir": str(result.run_dir), "examples": len(examples),
-               "calls": len(calls), "errors": sum(1 for c in calls if getattr(c, "error", None))}
+               "calls": len(calls), "errors": sum(1 for c in calls if getattr(c, "error", None)),
+               "cached_calls": result.manifest.get("cached_calls"), "model_calls": result.manifest.get("model_calls")}
     if as_json:
         emit_json(payload)
     else:
-        click.echo(f"replayed {payload['examples']} examples ({payload['errors']} failed calls)")
+        cached = _cache_line(result.manifest)
+        click.echo(f"replayed {payload['examples']} examples ({payload['errors']} failed calls"
+                   f"{'; ' + cached if cached else ''})")
         click.echo(f"Run id: {result.run_id}")
 
 
@@ -390,20 +444,21 @@ def _evaluate(base: str, run_id: str, cfg: Any) -> tuple[Path, Any, Path]:
     from . import _compare, _run
 
     manifest, examples, calls = _run.load_run(base, run_id)
+    _run.check_sides(run_id, calls)
     progress(f"evaluating run {run_id} ({len(examples)} examples) ...")
     run_dir = _run.run_dir_for(base, run_id)
     analysis, report_path = _compare.evaluate_and_report(run_dir, manifest, examples, calls, cfg)
     return run_dir, analysis, report_path
 
 
-@cli.command(context_settings=CONTEXT)
+@cli.command(context_settings=CONTEXT, epilog=EXIT_CODES_HELP)
 @click.argument("run_id", metavar="RUN")
 @config_option
 @base_option
 @gate_options
 @json_option
-def evaluate(run_id: str, config_path: str | None, base: str, fail_on_regression: bool, junit: str | None,
-             as_json: bool) -> None:
+def evaluate(run_id: str, config_path: str | None, base: str, fail_on_regression: bool, fail_on_inconclusive: bool,
+             junit: str | None, as_json: bool) -> None:
     """Score a finished run with the configured evaluators, analyse it and write the report.
 
     \b
@@ -413,10 +468,11 @@ def evaluate(run_id: str, config_path: str | None, base: str, fail_on_regression
     cfg = _config(config_path)
     run_dir, analysis, report_path = _evaluate(base, run_id, cfg)
     finish_verdict(verdict_payload(run_id, run_dir, analysis, report_path), as_json=as_json, junit=junit,
-                   fail_on_regression=fail_on_regression, alpha=cfg.migration_policy.alpha)
+                   fail_on_regression=fail_on_regression, fail_on_inconclusive=fail_on_inconclusive,
+                   alpha=cfg.migration_policy.alpha)
 
 
-@cli.command(context_settings=CONTEXT)
+@cli.command(context_settings=CONTEXT, epilog=EXIT_CODES_HELP)
 @click.option("--suite-name", default=None, metavar="NAME", help="Suite under <base>/suites.")
 @click.option("--suite", "suite_file", default=None, metavar="FILE", help="A suite file instead.")
 @click.option("--to", "target", default=None, metavar="MODEL", help="The candidate (default: defaults.target_model).")
@@ -430,13 +486,14 @@ def evaluate(run_id: str, config_path: str | None, base: str, fail_on_regression
 def compare(suite_name: str | None, suite_file: str | None, target: str | None, source: str | None,
             open_report: bool, run_id: str | None, concurrency: int | None, max_cost: float | None,
             no_cache: bool, source_repeats: int | None, config_path: str | None, base: str,
-            fail_on_regression: bool, junit: str | None, as_json: bool) -> None:
+            fail_on_regression: bool, fail_on_inconclusive: bool, junit: str | None, as_json: bool) -> None:
     """Run + evaluate + analyse + report: is the candidate safe to ship?
 
     \b
     Example:
       evalshift compare --suite-name support --to openai:gpt-4.1-mini --open
       evalshift compare --suite-name support --to claude-sonnet-4-6 --fail-on-regression --junit out.xml
+      evalshift compare --suite-name support --to openai:gpt-4.1-mini --no-cache   # fresh samples
     """
     from . import _compare
 
@@ -451,11 +508,12 @@ def compare(suite_name: str | None, suite_file: str | None, target: str | None, 
     comparison = _compare.compare(suite, source=source, target=target, config=cfg, out_dir=base,
                                   run_options=options or None)
     warn_failed_calls(comparison.run_dir)
-    payload = verdict_payload(comparison.run_id, comparison.run_dir, comparison.analysis, comparison.report_path)
+    payload = verdict_payload(comparison.run_id, comparison.run_dir, comparison.analysis, comparison.report_path,
+                              comparison.manifest)
     if open_report:
         _open(comparison.report_path)
     finish_verdict(payload, as_json=as_json, junit=junit, fail_on_regression=fail_on_regression,
-                   alpha=cfg.migration_policy.alpha)
+                   fail_on_inconclusive=fail_on_inconclusive, alpha=cfg.migration_policy.alpha)
 
 
 @cli.group(context_settings=CONTEXT)
@@ -557,11 +615,11 @@ def report(run_id: str, open_report: bool, base: str, as_json: bool) -> None:
         click.echo(f"Report: {path}")
 
 
-@cli.command(context_settings=CONTEXT)
+@cli.command(context_settings=CONTEXT, epilog=EXIT_CODES_HELP)
 @base_option
 @gate_options
 @json_option
-def demo(base: str, fail_on_regression: bool, junit: str | None, as_json: bool) -> None:
+def demo(base: str, fail_on_regression: bool, fail_on_inconclusive: bool, junit: str | None, as_json: bool) -> None:
     """Run the whole pipeline offline on the built-in simulator.
 
     \b
@@ -572,8 +630,62 @@ def demo(base: str, fail_on_regression: bool, junit: str | None, as_json: bool) 
 
     echo = progress if as_json else click.echo
     comparison = run_demo(base, echo=echo)
-    payload = verdict_payload(comparison.run_id, comparison.run_dir, comparison.analysis, comparison.report_path)
-    finish_verdict(payload, as_json=as_json, junit=junit, fail_on_regression=fail_on_regression)
+    payload = verdict_payload(comparison.run_id, comparison.run_dir, comparison.analysis, comparison.report_path,
+                              comparison.manifest)
+    finish_verdict(payload, as_json=as_json, junit=junit, fail_on_regression=fail_on_regression,
+                   fail_on_inconclusive=fail_on_inconclusive)
+
+
+@cli.group(context_settings=CONTEXT)
+def cache() -> None:
+    """The response cache: a repeated request is answered from <base>/cache, not the provider."""
+
+
+def _size(n: int) -> str:
+    size = float(n)
+    for unit in ("bytes", "KB", "MB"):
+        if size < 1024:
+            return f"{n} bytes" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GB"
+
+
+@cache.command("info", context_settings=CONTEXT)
+@base_option
+@json_option
+def cache_info(base: str, as_json: bool) -> None:
+    """Say how many responses the cache holds and its size on disk.
+
+    \b
+    Example:
+      evalshift cache info
+    """
+    from ._cache import cache_info as info_of
+
+    info = info_of(base)
+    if as_json:
+        emit_json(info.as_dict())
+    else:
+        click.echo(f"{info.responses} cached responses, {_size(info.bytes)}, in {info.path}")
+
+
+@cache.command("clear", context_settings=CONTEXT)
+@base_option
+@json_option
+def cache_clear(base: str, as_json: bool) -> None:
+    """Empty the cache: every later run sends its requests again (fresh samples).
+
+    \b
+    Example:
+      evalshift cache clear
+    """
+    from ._cache import clear_cache
+
+    removed = clear_cache(base)
+    if as_json:
+        emit_json(removed.as_dict())
+    else:
+        click.echo(f"removed {removed.responses} cached responses ({_size(removed.bytes)}) from {removed.path}")
 
 
 @cli.command(context_settings=CONTEXT)

@@ -1,6 +1,8 @@
 """JUnit XML for CI gates: one testcase per comparison and per regression, plus the verdict.
 
-CI systems (GitHub, GitLab, Jenkins) render these files natively, so a gate shows what broke.
+CI systems (GitHub, GitLab, Jenkins) render these files natively, so a gate shows what broke. The
+file agrees with the exit code: it holds failures only when the verdict fails the gate (a FAIL, or
+an INCONCLUSIVE under ``--fail-on-inconclusive``); otherwise what would have failed is skipped.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._io import atomic_write_bytes
+from .analysis._headline import duplicate_comparisons
 
 
 def _label(c: Mapping[str, Any]) -> str:
@@ -28,8 +31,13 @@ def comparison_failed(c: Mapping[str, Any], alpha: float) -> bool:
     return diff is not None and diff < 0 and p_adj is not None and p_adj < alpha
 
 
-def build_junit(payload: Mapping[str, Any], *, alpha: float = 0.05) -> ET.Element:
-    """The ``<testsuites>`` tree for a verdict payload (``run_id``, ``verdict``, ``comparisons``, ...)."""
+def build_junit(payload: Mapping[str, Any], *, alpha: float = 0.05, fail_on_inconclusive: bool = False) -> ET.Element:
+    """The ``<testsuites>`` tree for a verdict payload (``run_id``, ``verdict``, ``comparisons``, ...).
+
+    Only a FAIL verdict turns comparisons and regressions into failures; under any other verdict
+    they are skipped with the verdict named, so the file never fails a job the exit code passed.
+    An inconclusive verdict is skipped, or a failure under ``fail_on_inconclusive`` (exit 3).
+    """
     run_id = str(payload.get("run_id"))
     suites = ET.Element("testsuites", name="evalshift")
 
@@ -39,11 +47,24 @@ def build_junit(payload: Mapping[str, Any], *, alpha: float = 0.05) -> ET.Elemen
     verdict_suite = suite(f"evalshift.verdict[{run_id}]")
     case = ET.SubElement(verdict_suite, "testcase", classname="evalshift.verdict", name="verdict")
     verdict = payload.get("verdict")
+    failing = verdict == "fail"
+    said = str(payload.get("headline") or f"verdict: {verdict}")  # the plain words first, then the statistics
     reasons = "\n".join(str(r) for r in payload.get("reasons") or [])
-    if verdict == "fail":
-        ET.SubElement(case, "failure", message="verdict: fail", type="verdict").text = reasons
+    if failing or (verdict == "inconclusive" and fail_on_inconclusive):
+        ET.SubElement(case, "failure", message=said, type="verdict").text = reasons
     elif verdict != "pass":
-        ET.SubElement(case, "skipped", message=f"verdict: {verdict}").text = reasons
+        ET.SubElement(case, "skipped", message=said).text = reasons
+    else:
+        ET.SubElement(case, "system-out").text = said
+    # One root cause, one failure: a side that regressed on the same examples and tools as another
+    # side of its evaluator is counted once, under the side it repeats.
+    duplicates = duplicate_comparisons(payload.get("regressions") or [])
+
+    def fail_or_skip(case: ET.Element, message: str, kind: str) -> None:
+        if failing:
+            ET.SubElement(case, "failure", message=message, type=kind)
+        else:
+            ET.SubElement(case, "skipped", message=f"{message} (not decisive: the verdict is {verdict})")
 
     comp_suite = suite(f"evalshift.comparisons[{run_id}]")
     for c in payload.get("comparisons") or []:
@@ -53,19 +74,32 @@ def build_junit(payload: Mapping[str, Any], *, alpha: float = 0.05) -> ET.Elemen
                    f"severity {c.get('severity')}, n={c.get('n')}")
         if c.get("status") == "unknown":
             ET.SubElement(case, "skipped", message="Nothing measured")
+        elif comparison_failed(c, alpha) and _label(c) in duplicates:
+            ET.SubElement(case, "skipped", message=f"{summary} (the same root cause as {duplicates[_label(c)]}: "
+                                                   "counted there)")
         elif comparison_failed(c, alpha):
-            ET.SubElement(case, "failure", message=summary, type=str(c.get("severity") or "regression"))
+            fail_or_skip(case, summary, str(c.get("severity") or "regression"))
         else:
             ET.SubElement(case, "system-out").text = summary
 
     reg_suite = suite(f"evalshift.regressions[{run_id}]")
-    for r in payload.get("regressions") or []:
+    regressions = payload.get("regressions") or []
+    agreeing: dict[tuple[str, str], list[str]] = {}
+    for r in regressions:
+        if _label(r) in duplicates:
+            agreeing.setdefault((str(r.get("example_id")), duplicates[_label(r)]), []).append(str(r.get("side")))
+    for r in regressions:
+        if _label(r) in duplicates:
+            continue  # said by the side it repeats
         labels = ", ".join(r.get("labels") or []) or "score drop"
         case = ET.SubElement(reg_suite, "testcase", classname=f"evalshift.regressions.{_label(r)}",
                              name=str(r.get("example_id")))
         message = (f"{labels}: target {_fmt(r.get('target_score'))} < source {_fmt(r.get('source_score'))}"
                    f" [{', '.join(r.get('tools') or [])}]")
-        ET.SubElement(case, "failure", message=message, type=(r.get("labels") or ["REGRESSION"])[0])
+        sides = agreeing.get((str(r.get("example_id")), _label(r)))
+        if sides:
+            message += f"; the {' and '.join(sides)} side agrees"
+        fail_or_skip(case, message, (r.get("labels") or ["REGRESSION"])[0])
 
     for s in suites.findall("testsuite"):
         cases = s.findall("testcase")
@@ -75,11 +109,13 @@ def build_junit(payload: Mapping[str, Any], *, alpha: float = 0.05) -> ET.Elemen
         s.set("errors", "0")
     suites.set("tests", str(sum(int(s.get("tests", "0")) for s in suites)))
     suites.set("failures", str(sum(int(s.get("failures", "0")) for s in suites)))
+    suites.set("skipped", str(sum(int(s.get("skipped", "0")) for s in suites)))
     return suites
 
 
-def write_junit(path: str | os.PathLike[str], payload: Mapping[str, Any], *, alpha: float = 0.05) -> None:
+def write_junit(path: str | os.PathLike[str], payload: Mapping[str, Any], *, alpha: float = 0.05,
+                fail_on_inconclusive: bool = False) -> None:
     """Write the JUnit XML file for a verdict payload, atomically."""
-    tree = build_junit(payload, alpha=alpha)
+    tree = build_junit(payload, alpha=alpha, fail_on_inconclusive=fail_on_inconclusive)
     ET.indent(tree)
     atomic_write_bytes(path, ET.tostring(tree, encoding="utf-8", xml_declaration=True) + b"\n")

@@ -26,6 +26,9 @@ import orjson
 from ._exceptions import InputError
 from ._io import atomic_write_bytes, atomic_write_json, iter_jsonl
 from ._models import Call, Example, ToolCall, ToolTrace
+from ._progress import count_lines, progress_bar, tracked
+from .analysis._headline import headline
+from .analysis._tool_use import tool_use
 
 REPORT_SCHEMA_VERSION = 1
 SEVERITIES = ("low", "medium", "high", "critical")
@@ -306,22 +309,59 @@ def _comparison_name(c: Mapping[str, Any]) -> str:
     return name + (f" ({c['side']})" if c.get("side") else "")
 
 
+_OUTCOMES = {(1.0, 1.0): "held", (1.0, 0.0): "lost", (0.0, 1.0): "gained", (0.0, 0.0): "missed"}
+
+
 def _distributions(scores: Iterable[Any], bins: int = 10) -> list[dict[str, Any]]:
-    groups: dict[tuple[str, str, str | None], dict[str, list[int]]] = {}
+    """Per comparison, both sides' scores in ``bins`` bins; a comparison whose every score is 0 or 1
+    is ``binary`` and also counts its pairs as held, lost, gained and missed (by both)."""
+    groups: dict[tuple[str, str, str | None], dict[str, Any]] = {}
     for s in scores:
         row = s if isinstance(s, Mapping) else s.model_dump()
         if row.get("skipped"):
             continue
         key = (row["evaluator"], row["name"], row.get("side"))
-        g = groups.setdefault(key, {"source": [0] * bins, "target": [0] * bins})
+        g = groups.setdefault(key, {"source": [0] * bins, "target": [0] * bins, "pairs": Counter()})
         for side in ("source", "target"):
             value = row.get(f"{side}_score")
             if isinstance(value, (int, float)) and math.isfinite(value):
                 g[side][min(bins - 1, max(0, int(value * bins)))] += 1
+        outcome = _OUTCOMES.get((row.get("source_score"), row.get("target_score")))  # type: ignore[arg-type]
+        g["pairs"][outcome or "graded"] += 1
     return [
-        {"evaluator": e, "name": n, "side": side, "bins": bins, "source": g["source"], "target": g["target"]}
+        {"evaluator": e, "name": n, "side": side, "bins": bins, "source": g["source"], "target": g["target"],
+         "binary": "graded" not in g["pairs"],
+         "pairs": {k: g["pairs"][k] for k in ("held", "lost", "gained", "missed")} if "graded" not in g["pairs"] else None}
         for (e, n, side), g in groups.items()
     ]
+
+
+def _label_items(labels: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``{label, where, count}`` per label and argument field (else tool), most examples first."""
+    items = []
+    for label, info in labels.items():
+        if not isinstance(info, Mapping):
+            continue
+        where = info.get("by_field") or info.get("by_tool") or {}
+        if where:
+            items.extend({"label": label, "where": k, "count": int(v)} for k, v in where.items())
+        else:
+            items.append({"label": label, "where": None, "count": int(info.get("count") or 0)})
+    return sorted(items, key=lambda i: (-i["count"], i["label"], i["where"] or ""))
+
+
+def _round_counts(rows: list[Mapping[str, Any]]) -> list[dict[str, int]]:
+    """Multi-round runs: per round, the examples whose divergence starts there and all that diverge there."""
+    n = max([int(r.get("rounds") or 1) for r in rows] or [1])
+    if n <= 1:
+        return []
+    first, any_ = Counter(), Counter()
+    for r in rows:
+        diverged = r.get("diverged_rounds") or []
+        if diverged:
+            first[min(diverged)] += 1
+            any_.update(diverged)
+    return [{"round": k, "first": first[k], "diverged": any_[k]} for k in range(1, n + 1)]
 
 
 def _as_dict(analysis: Any) -> dict[str, Any]:
@@ -337,8 +377,12 @@ def build_report(
     calls: list[Call],
     manifest: Mapping[str, Any],
     scores: Iterable[Any] | None = None,
+    *,
+    tool_calls: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Gather everything the report shows into the ``report.json`` shape.
+
+    ``tool_calls`` are the run's per-tool counts when the caller has them (counted here otherwise).
 
     ``scores`` (``scores.jsonl`` rows or ScoreRecords) is optional; without it the report has no
     score distributions. Single-shot rows carry no ``rounds`` key (seed 001, "Picking an evaluator").
@@ -348,12 +392,12 @@ def build_report(
     severity_of = {
         (c.get("evaluator"), c.get("name"), c.get("side")): c.get("severity") for c in a.get("comparisons") or []
     }
-    by_key = {(c.example_id, c.role): c for c in calls}
+    by_key = {(c.example_id, c.role): c for c in calls if not c.repeat}  # source_repeats rows are the A/A baseline
     regressed: dict[str, list[dict[str, Any]]] = {}
     for r in a.get("regressions") or []:
         regressed.setdefault(r["example_id"], []).append(r)
     rows = []
-    for ex in examples:
+    for ex in tracked(examples, len(examples), "build report", unit="example"):
         src, tgt = by_key.get((ex.id, "source")), by_key.get((ex.id, "target"))
         regs = []
         for r in regressed.get(ex.id, []):
@@ -403,15 +447,21 @@ def build_report(
         k: int(v.get("count") or 0) for k, v in (a.get("labels") or {}).items() if isinstance(v, Mapping)
     }) or Counter(lab for r in a.get("regressions") or [] for lab in r.get("labels") or [])
     analysis_out = {k: v for k, v in a.items() if k != "regressions"}
+    tool_calls = dict(tool_calls) if tool_calls is not None else tool_use(examples, calls).as_dict()
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
         "run": dict(manifest),
         "verdict": a.get("verdict"),
+        # analysis.json from before the headline gets one told from the same counts
+        "headline": a.get("headline") or headline(a, tool_calls),
         "reasons": a.get("reasons") or [],
         "banners": _banners(a, calls),
         "analysis": analysis_out,
         "dropped_params": dropped,
         "charts": {
+            "tool_calls": tool_calls,
+            "rounds": _round_counts(rows),
+            "labels": _label_items(a.get("labels") or {}),
             "distributions": _distributions(scores) if scores is not None else None,
             "regressions_by_label": dict(label_counts.most_common()),
         },
@@ -477,8 +527,9 @@ def _comparisons_table(a: Mapping[str, Any]) -> str:
             diff = "unknown — nothing measured"
         elif c.get("status") == "uncalibrated":
             share = c.get("drift_share")
-            diff = (f"uncalibrated — drifted on {_num(100 * share if isinstance(share, (int, float)) else None, '{:.0f}')}%"
-                    " of examples; no A/A baseline, not tested")
+            diff = (f"<span class='note'>uncalibrated — drifted on "
+                    f"{_num(100 * share if isinstance(share, (int, float)) else None, '{:.0f}')}%"
+                    " of examples; no A/A baseline, not tested</span>")
         else:
             diff = (f"{_num(c.get('difference'), '{:+.3f}')} <span class='muted'>"
                     f"[{_num(ci[0], '{:+.3f}')}, {_num(ci[1], '{:+.3f}')}]</span>")
@@ -521,9 +572,10 @@ def _labels_table(a: Mapping[str, Any]) -> str:
         info = info if isinstance(info, Mapping) else {"count": info}
         aa = info.get("baseline_count")
         rows.append(
-            f"<tr><th scope='row'><code>{_e(label)}</code></th><td class='num'>{_e(info.get('count'))}</td>"
-            f"<td class='num'>{'—' if aa is None else _e(aa)}</td>"
-            f"<td>{_counts(info.get('by_tool'))}</td><td>{_counts(info.get('by_field'))}</td></tr>"
+            f"<tr><th scope='row'><code>{_e(label)}</code></th><td class='num' data-label='Count'>{_e(info.get('count'))}</td>"
+            f"<td class='num' data-label='Source&#39;s own runs'>{'—' if aa is None else _e(aa)}</td>"
+            f"<td data-label='By tool'>{_counts(info.get('by_tool'))}</td>"
+            f"<td data-label='By field'>{_counts(info.get('by_field'))}</td></tr>"
         )
     return (
         "<div class='scroll'><table class='labels'><thead><tr><th scope='col'>Label</th><th scope='col'>Count</th>"
@@ -534,8 +586,133 @@ def _labels_table(a: Mapping[str, Any]) -> str:
 
 
 # The charts are inline SVG drawn here rather than by a charting library: nothing to download or
-# vendor, they render from file:// with scripts off, follow the colour scheme through CSS, and the
-# two charts cost a few kilobytes.
+# vendor, they render from file:// with scripts off, follow the colour scheme through CSS (the fill
+# attributes are for a notebook, which has no stylesheet), and together cost a few kilobytes.
+_FILLS = {"source": "#4b6cb7", "target": "#d9822b", "label": "#b3261e", "held": "#8d93a3", "lost": "#b3261e",
+          "gained": "#1e6b35", "missed": "#d9dbe1", "track": "#eef0f3"}
+_MAX_BARS = 12
+_LABEL_CAP = 58  # characters of a bar's label that fit the chart's width
+
+
+def _pct_text(part: int, whole: int) -> str:
+    return f"{round(100 * part / whole)}%" if whole else "—"
+
+
+def _bar(kind: str, x: float, y: float, w: float, h: float, title: str) -> str:
+    return (f"<rect class='bar-{kind}' fill='{_FILLS[kind]}' x='{x:.1f}' y='{y:.1f}' width='{max(w, 0):.1f}' "
+            f"height='{h:.1f}'><title>{_e(title)}</title></rect>")
+
+
+def tool_chart_svg(tool_calls: Mapping[str, Any], *, standalone: bool = False) -> str:
+    """Per tool, the share of examples in which each side called it: ``notify_security_team: 22% → 0%``.
+
+    The most changed tools first; a figure with id ``tool-chart``, or "" when no tool was called.
+    ``standalone`` (a notebook, which has no report stylesheet) colours the legend inline.
+    """
+    n = int(tool_calls.get("examples") or 0)
+    tools = list(tool_calls.get("tools") or [])[:_MAX_BARS]
+    if not n or not tools:
+        return ""
+    width, row_h, bar_h, top = 420, 44, 8, 4
+    plot_w = width - 8
+    height = top + row_h * len(tools)
+    parts = [f"<svg class='chart tools' viewBox='0 0 {width} {height}' width='{width}' role='img' "
+             "aria-label='Share of examples in which each side called each tool, source then target'>"]
+    for i, t in enumerate(tools):
+        y = top + i * row_h
+        s_share, t_share = t["source"] / n, t["target"] / n
+        changed = " changed" if t["source"] != t["target"] else ""
+        shares = f"{_pct_text(t['source'], n)} → {_pct_text(t['target'], n)}"
+        name = t["tool"] if len(t["tool"]) + len(shares) + 2 <= _LABEL_CAP else t["tool"][:_LABEL_CAP - len(shares) - 3] + "…"
+        parts.append(
+            f"<text class='tool-name{changed}' fill='currentColor' font-family='monospace' font-size='12' "
+            f"x='0' y='{y + 13}'><title>{_e(t['tool'])}</title>{_e(name)}: {shares}</text>"
+            f"<rect class='bar-track' fill='{_FILLS['track']}' x='0' y='{y + 18}' width='{plot_w}' height='{2 * bar_h + 2}'/>"
+            + _bar("source", 0, y + 18, plot_w * s_share, bar_h, f"source called {t['tool']} on {t['source']} of {n} examples")
+            + _bar("target", 0, y + 20 + bar_h, plot_w * t_share, bar_h,
+                   f"target called {t['tool']} on {t['target']} of {n} examples")
+        )
+    parts.append("</svg>")
+    more = len(tool_calls.get("tools") or []) - len(tools)
+    if standalone:
+        def key(side: str) -> str:
+            return (f"<span style='display:inline-block;width:.75em;height:.75em;margin:0 .25em 0 .5em;"
+                    f"background:{_FILLS[side]}'></span>{side}")
+    else:
+        def key(side: str) -> str:
+            return f"<span class='key key-{side}'></span>{side}"
+    return (
+        "<figure id='tool-chart'><figcaption>Tools called: share of the "
+        f"{n} examples, source → target</figcaption>{''.join(parts)}"
+        f"<p class='legend'>{key('source')} {key('target')}"
+        f"{f' · {more} more tools in report.json' if more > 0 else ''}</p></figure>"
+    )
+
+
+def _rows_svg(rows: list[tuple[str, list[tuple[str, int, str]]]], total: int, label: str, cls: str = "") -> str:
+    """Labelled rows of bars: ``(text, [(kind, value, title), ...])``, each bar against ``total``."""
+    width, bar_h, top = 420, 10, 4
+    plot_w = width - 50
+    row_h = 22 + (bar_h + 2) * max((len(bars) for _, bars in rows), default=1)
+    height = top + row_h * len(rows)
+    parts = [f"<svg class='chart {cls}' viewBox='0 0 {width} {height}' width='{width}' role='img' aria-label='{_e(label)}'>"]
+    for i, (text, bars) in enumerate(rows):
+        y = top + i * row_h
+        shown = text if len(text) <= _LABEL_CAP else text[:_LABEL_CAP - 1] + "…"  # whole text in the title
+        parts.append(f"<text class='tool-name' x='0' y='{y + 13}'><title>{_e(text)}</title>{_e(shown)}</text>")
+        for j, (kind, value, title) in enumerate(bars):
+            w = plot_w * value / total if total else 0
+            by = y + 18 + j * (bar_h + 2)
+            parts.append(_bar(kind, 0, by, w, bar_h, title)
+                         + f"<text class='tick' x='{w + 4:.1f}' y='{by + bar_h - 1}'>{value}</text>")
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _label_field_chart(items: list[Mapping[str, Any]]) -> str:
+    """Regressions per label and argument field (or tool): which fields drift."""
+    items = items[:_MAX_BARS]
+    if not items:
+        return ""
+    top = max(int(i["count"]) for i in items)
+    rows = [(f"{i['label']} on {i['where']}" if i.get("where") else str(i["label"]),
+             [("label", int(i["count"]), f"{i['count']} examples")]) for i in items]
+    return (f"<figure id='label-chart'><figcaption>Regressions by label and field (examples)</figcaption>"
+            f"{_rows_svg(rows, top, 'Regressed examples per label and argument field or tool', 'wide')}</figure>")
+
+
+def _rounds_chart(rounds: list[Mapping[str, Any]], examples: int) -> str:
+    """Per round of a multi-round replay: where divergence starts, and how much diverges there."""
+    if not rounds:
+        return ""
+    top = max([int(r["diverged"]) for r in rounds] + [1])
+    rows = [(f"Round {r['round']}: {r['first']} start to diverge here, {r['diverged']} diverge in it",
+             [("target", int(r["first"]), f"{r['first']} examples diverge first in round {r['round']}"),
+              ("label", int(r["diverged"]), f"{r['diverged']} examples diverge in round {r['round']}")])
+            for r in rounds]
+    return (f"<figure id='round-chart'><figcaption>Where divergence starts, per round ({examples} examples)"
+            f"</figcaption>{_rows_svg(rows, top, 'Examples whose tool calls diverge first in each round', 'wide')}"
+            "<p class='legend'><span class='key key-target'></span>diverge first here "
+            "<span class='key key-label'></span>diverge in this round</p></figure>")
+
+
+def _outcomes_chart(dists: list[Mapping[str, Any]]) -> str:
+    """Comparisons scored 0 or 1: held, lost, gained and missed by both, per example pair."""
+    binary = [d for d in dists if d.get("binary") and d.get("pairs")]
+    if not binary:
+        return ""
+    top = max(sum(d["pairs"].values()) for d in binary)
+    kinds = (("held", "held"), ("lost", "lost"), ("gained", "gained"), ("missed", "missed by both"))
+    rows = []
+    for d in binary:
+        pairs = d["pairs"]
+        summary = " · ".join(f"{pairs.get(k, 0)} {word}" for k, word in kinds if pairs.get(k))
+        rows.append((f"{_comparison_name(d)}: {summary}",
+                     [(k, int(pairs.get(k, 0)), f"{pairs.get(k, 0)} {word}") for k, word in kinds if pairs.get(k)]))
+    return ("<figure id='outcome-chart'><figcaption>Paired outcomes of the comparisons scored 0 or 1: held (both 1), "
+            f"lost (source 1, target 0), gained, missed by both</figcaption>{_rows_svg(rows, top, 'Paired outcomes', 'wide')}</figure>")
+
+
 def _histogram_svg(dist: Mapping[str, Any]) -> str:
     bins = int(dist["bins"])
     src, tgt = dist["source"], dist["target"]
@@ -571,38 +748,35 @@ def _histogram_svg(dist: Mapping[str, Any]) -> str:
     )
 
 
-def _label_bars_svg(counts: Mapping[str, int]) -> str:
-    items = list(counts.items())[:12]
-    top = max([v for _, v in items] + [1])
-    row_h, pad_l, width = 22, 230, 560
-    height = row_h * len(items) + 8
-    parts = [f"<svg class='chart wide' viewBox='0 0 {width} {height}' role='img' aria-label='Regressions by label'>"]
-    for i, (label, n) in enumerate(items):
-        y = 4 + i * row_h
-        w = (width - pad_l - 50) * n / top
-        parts.append(
-            f"<text class='tick' x='{pad_l - 6}' y='{y + 15}' text-anchor='end'>{_e(label)}</text>"
-            f"<rect class='bar-label' x='{pad_l}' y='{y + 3}' width='{w:.1f}' height='{row_h - 8}'><title>{_e(label)}: {n}</title></rect>"
-            f"<text class='tick' x='{pad_l + w + 6:.1f}' y='{y + 15}'>{n}</text>"
-        )
-    parts.append("</svg>")
-    return f"<figure><figcaption>Regressions by label</figcaption>{''.join(parts)}</figure>"
-
-
 def _charts(report: Mapping[str, Any]) -> str:
+    """The charts below the tables; the per-tool chart sits in the verdict panel instead."""
     charts = report.get("charts") or {}
-    figures = []
-    by_label = charts.get("regressions_by_label") or {}
-    if by_label:
-        figures.append(_label_bars_svg(by_label))
+    figures = [
+        _label_field_chart(charts.get("labels") or []),
+        _rounds_chart(charts.get("rounds") or [], int((charts.get("tool_calls") or {}).get("examples") or 0)),
+    ]
     dists = charts.get("distributions")
     if dists:
-        figures.extend(_histogram_svg(d) for d in dists)
+        figures.append(_outcomes_chart(dists))
+        # Two bars at 0 and 1 say less than the outcome chart: histograms only for graded scores.
+        figures.extend(_histogram_svg(d) for d in dists if not d.get("binary"))
     elif dists is None:
-        figures.append("<p class='muted'>Score distributions need the run's scores.jsonl.</p>")
+        figures.append("<p class='muted'>Score charts need the run's scores.jsonl.</p>")
+    figures = [f for f in figures if f]
     if not figures:
         return ""
     return f"<section aria-labelledby='h-charts'><h2 id='h-charts'>Charts</h2><div class='charts'>{''.join(figures)}</div></section>"
+
+
+def _cache_note(run: Mapping[str, Any]) -> str:
+    """`` · 64 of 64 responses from the cache`` for the header; a replayed sample is not a fresh one."""
+    from ._run import cache_line
+
+    line = cache_line(run)
+    if not line:
+        return ""
+    cls = " class='cached'" if run.get("cached_calls") else ""
+    return f" · <span id='cache-note'{cls}>{_e(line)}</span>"
 
 
 def _banner_html(banners: list[Mapping[str, str]]) -> str:
@@ -661,12 +835,15 @@ def render_html(report: Mapping[str, Any]) -> str:
         "<a class='skip' href='#h-examples'>Skip to examples</a>",
         f"<header><p class='brand'>EvalShift</p><p class='muted'><code>{_e(source)}</code> → <code>{_e(target)}</code>"
         f" · suite {_e(run.get('suite') or '—')} · run <code>{_e(run.get('run_id'))}</code>"
-        f" · {_e(run.get('created') or '')}</p></header><main>",
+        f" · {_e(run.get('created') or '')}{_cache_note(run)}</p></header><main>",
         f"<section class='verdict verdict-{_e(verdict)}' aria-labelledby='h-verdict'>"
         f"<h1 id='h-verdict'><span class='badge'>{_e(verdict.upper())}</span> Migration verdict</h1>"
+        f"<p id='headline' class='headline'>{_e(report.get('headline') or verdict.upper())}</p>"
+        "<div class='verdict-body'><div>"
         f"<ul class='reasons'>{''.join(f'<li>{_e(r)}</li>' for r in report.get('reasons') or [])}</ul>"
         f"<p class='muted'>{len(rows)} examples · {n_regressed} with a regression · "
-        f"{sum(1 for c in a.get('comparisons') or [] if c.get('status') != 'unknown')} comparisons measured</p></section>",
+        f"{sum(1 for c in a.get('comparisons') or [] if c.get('status') != 'unknown')} comparisons measured</p></div>"
+        f"{tool_chart_svg((report.get('charts') or {}).get('tool_calls') or {})}</div></section>",
         _banner_html(report.get("banners") or []),
         f"<section aria-labelledby='h-cmp'><h2 id='h-cmp'>Comparisons</h2>{_comparisons_table(a)}</section>",
         f"<section aria-labelledby='h-labels'><h2 id='h-labels'>Regression labels</h2>{_labels_table(a)}</section>",
@@ -709,9 +886,12 @@ def write_report(run_dir: str | os.PathLike[str], report: Mapping[str, Any]) -> 
         # compare() writes scores.jsonl just before the report, so the distributions are on disk.
         scores = (row for _, row in iter_jsonl(out / "scores.jsonl", what="score row"))
         report = {**report, "charts": {**charts, "distributions": _distributions(scores)}}
-    atomic_write_json(out / "report.json", report)
     path = out / "report.html"
-    atomic_write_bytes(path, render_html(report).encode("utf-8"))
+    with progress_bar(2, "write report", unit="file") as bar:
+        atomic_write_json(out / "report.json", report)
+        bar.update()
+        atomic_write_bytes(path, render_html(report).encode("utf-8"))
+        bar.update()
     return path
 
 
@@ -730,7 +910,10 @@ def render_run_report(base: str | os.PathLike[str], run_id: str) -> Path:
     except orjson.JSONDecodeError as exc:
         raise InputError(f"not valid JSON: {exc}", file=str(analysis_path)) from exc
     scores_path = run_dir / "scores.jsonl"
-    scores = [row for _, row in iter_jsonl(scores_path, what="score row")] if scores_path.exists() else None
+    scores = None
+    if scores_path.exists():
+        rows = iter_jsonl(scores_path, what="score row")
+        scores = [row for _, row in tracked(rows, count_lines(scores_path), "load scores")]
     return write_report(run_dir, build_report(analysis, examples, calls, manifest, scores))
 
 
@@ -739,8 +922,24 @@ def open_report(path: str | os.PathLike[str]) -> bool:
     return webbrowser.open(Path(path).resolve().as_uri())
 
 
-def render_compact_html(analysis: Any, report_path: str | os.PathLike[str]) -> str:
-    """The compact verdict a notebook shows for ``Comparison._repr_html_`` (escaped, no script)."""
+def report_href(report_path: str | os.PathLike[str]) -> str:
+    """A link to the report a notebook can follow: relative to the working folder when the report
+    is inside it (Jupyter serves and opens such paths), else a ``file://`` URL."""
+    path = Path(report_path).resolve()
+    try:
+        return path.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path.as_uri()
+
+
+def render_compact_html(analysis: Any, report_path: str | os.PathLike[str], *,
+                        tool_calls: Mapping[str, Any] | None = None,
+                        banners: list[Any] | None = None) -> str:
+    """The compact verdict a notebook shows for ``Comparison._repr_html_`` (escaped, no script):
+    the verdict, the per-tool chart, the reasons and a link to report.html.
+
+    ``tool_calls`` and ``banners`` come from report.json beside the report when not given.
+    """
     a = _as_dict(analysis)
     verdict = str(a.get("verdict") or "inconclusive")
     colour = {"fail": "#c62828", "pass": "#2e7d32"}.get(verdict, "#b26a00")
@@ -764,23 +963,32 @@ def render_compact_html(analysis: Any, report_path: str | os.PathLike[str]) -> s
     label_line = ", ".join(
         f"<code>{_e(k)}</code> × {_e((v or {}).get('count') if isinstance(v, Mapping) else v)}" for k, v in sorted(labels.items())
     )
-    # report.json beside the report has every banner (dropped_params needs the Call rows).
-    banner_list: list[Any] = list(a.get("banners") or [])
-    sibling = Path(report_path).with_name("report.json")
-    if sibling.is_file():
-        try:
-            banner_list = orjson.loads(sibling.read_bytes()).get("banners") or banner_list
-        except (orjson.JSONDecodeError, AttributeError, OSError):
-            pass
-    banners = "".join(
+    if tool_calls is None or banners is None:
+        # report.json beside the report has every banner (dropped_params needs the Call rows).
+        sibling: dict[str, Any] = {}
+        path = Path(report_path).with_name("report.json")
+        if path.is_file():
+            try:
+                sibling = orjson.loads(path.read_bytes())
+            except (orjson.JSONDecodeError, OSError):
+                sibling = {}
+        if banners is None:
+            banners = (sibling.get("banners") if isinstance(sibling, dict) else None) or list(a.get("banners") or [])
+        if tool_calls is None and isinstance(sibling, dict):
+            tool_calls = (sibling.get("charts") or {}).get("tool_calls")
+    banner_html = "".join(
         f"<div style='border-left:4px solid {colour};padding:2px 8px;margin:4px 0'>"
         f"<strong>{_e(b.get('title') if isinstance(b, Mapping) else b)}</strong></div>"
-        for b in banner_list
+        for b in banners or []
     )
+    chart = tool_chart_svg(tool_calls or {}, standalone=True)
+    link = (f"<a href='{_e(report_href(report_path))}' target='_blank' rel='noopener'>Open the full report "
+            f"(report.html)</a> <small style='opacity:.75'><code>{_e(report_path)}</code></small>")
     return (
         "<div class='evalshift-compact' style='font-family:system-ui,sans-serif;line-height:1.4'>"
         f"<div><strong style='color:{colour};font-size:1.15em'>EvalShift verdict: {_e(verdict.upper())}</strong></div>"
-        f"{banners}<ul style='margin:4px 0'>{reasons}</ul>{table}"
+        f"<p style='font-size:1.1em;margin:4px 0'>{_e(a.get('headline') or '')}</p>"
+        f"{banner_html}{chart}<ul style='margin:4px 0'>{reasons}</ul>{table}"
         f"{'<div>Labels: ' + label_line + '</div>' if label_line else ''}"
-        f"<div style='opacity:.75'><small>Full report: <code>{_e(report_path)}</code></small></div></div>"
+        f"<div style='margin-top:4px'>{link}</div></div>"
     )

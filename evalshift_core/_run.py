@@ -270,6 +270,8 @@ class _Tally:
     spent: float = 0.0
     requests: int = 0
     cache_hits: int = 0
+    responses: int = 0
+    """Responses received, from the cache or the provider (one per replayed round)."""
     rows: list[Call] = field(default_factory=list)
 
 
@@ -289,6 +291,7 @@ class _Replayer:
             hit = self.cache.get(request, unit.sample)
             if hit is not None:
                 self.tally.cache_hits += 1
+                self.tally.responses += 1
                 return hit, True
         gate = self.gates[unit.gate_key]
         attempt = 0
@@ -311,6 +314,7 @@ class _Replayer:
             await asyncio.sleep(delay)
         cost = self.prices.cost(str(unit.model), response.input_tokens, response.output_tokens) or 0.0
         self.tally.spent += cost
+        self.tally.responses += 1
         return response, False
 
     async def replay(self, unit: Unit) -> tuple[Call, list[tuple[PreparedRequest, ModelResponse, str]]]:
@@ -583,6 +587,9 @@ def run(
         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "cost_usd": round(sum(c.cost_usd for c in calls), 6),
         "errors": sum(1 for c in calls if c.error),
+        # A stochastic model measured from the cache is one sample replayed: say how many were.
+        "cached_calls": int(manifest.get("cached_calls") or 0) + replayer.tally.cache_hits,
+        "model_calls": int(manifest.get("model_calls") or 0) + replayer.tally.responses,
     })
     atomic_write_json(out / "run.json", manifest)
     return RunResult(run_id=run_id, run_dir=out, calls=calls, manifest=manifest, estimated_cost_usd=estimate,
@@ -591,11 +598,47 @@ def run(
 
 
 def load_run(base: str | os.PathLike[str], run_id: str) -> tuple[dict[str, Any], list[Example], list[Call]]:
-    """Read a run's manifest, examples and Call rows back."""
+    """Read a run's manifest, examples and Call rows back (a progress bar when it takes a while)."""
+    from ._progress import count_lines, counted, progress_bar
+
     out = run_dir_for(base, run_id)
     if not (out / "run.json").exists():
         raise RunNotFoundError(f"no run {run_id!r} under {Path(base) / 'runs'}")
     manifest = orjson.loads((out / "run.json").read_bytes())
-    examples = [Example.model_validate(r) for _, r in iter_jsonl(out / "examples.jsonl")]
-    calls = [Call.model_validate(r) for _, r in iter_jsonl(out / "raw.jsonl")]
+    files = [out / "examples.jsonl", out / "raw.jsonl"]
+    with progress_bar(sum(count_lines(f) for f in files if f.exists()), f"load {run_id}") as bar:
+        examples = [Example.model_validate(r) for _, r in counted(iter_jsonl(files[0]), bar)]
+        calls = [Call.model_validate(r) for _, r in counted(iter_jsonl(files[1]), bar)]
     return manifest, examples, calls
+
+
+def failed_side(calls: list[Call]) -> tuple[str, list[Call]] | None:
+    """The side (source first) on which every call failed, with its rows; None when both measured."""
+    for role in ROLES:
+        rows = [c for c in calls if c.role == role]
+        if rows and all(c.error for c in rows):
+            return role, rows
+    return None
+
+
+def check_sides(run_id: str, calls: list[Call]) -> None:
+    """A run in which every call of a side failed measured nothing: an error, not a verdict.
+
+    The message carries the provider's own words (model not found, authentication), so a CI gate
+    fails on a wrong model name instead of passing on "Nothing measured".
+    """
+    found = failed_side(calls)
+    if found is None:
+        return
+    role, rows = found
+    first = " ".join(str(rows[0].error).split())
+    raise ReplayError(f"every {role} call failed ({len(rows)} of {len(rows)} on {rows[0].model}), so nothing was "
+                      f"measured: {first[:400]} (run {run_id}; raw.jsonl kept)")
+
+
+def cache_line(manifest: Mapping[str, Any]) -> str | None:
+    """``64 of 64 responses from the cache``: how many responses of a run were replayed samples."""
+    total = manifest.get("model_calls")
+    if not isinstance(total, int) or total <= 0:
+        return None
+    return f"{int(manifest.get('cached_calls') or 0)} of {total} responses from the cache"

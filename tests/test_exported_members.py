@@ -6,7 +6,7 @@ import evalshift_core
 import evalshift_sdk
 
 CORE = {
-    "Analysis", "Call", "Capture", "Comparison", "ComparisonResult", "Config", "ConfigError",
+    "DEMO_SCRIPTS", "Analysis", "Call", "Capture", "Comparison", "ComparisonResult", "Config", "ConfigError",
     "EvalShiftError", "Example", "ExpectedToolCall", "FixtureResult", "InputError", "LABELS",
     "MigrationPolicy", "Promotion", "Regression", "ReplayError", "RunNotFoundError", "RunResult",
     "ScoreRecord", "Simulator", "SyncResult", "Tool", "ToolCall", "ToolTrace", "Toolset",

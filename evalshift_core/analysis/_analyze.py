@@ -14,9 +14,18 @@ from typing import Any, Literal
 from .._exceptions import ConfigError
 from .._models import Example
 from .._policy import MigrationPolicy
+from .._progress import counted, progress_bar
 from ..evaluators import ScoreRecord
 from ..evaluators._base import MISSED_BELOW
 from ..evaluators._calibration import UNCALIBRATED
+from ._headline import (
+    duplicate_comparisons,
+    headline,
+    one_reason_per_cause,
+    power_caveat,
+    sane_count,
+    underpowered,
+)
 from ._labels import (
     REFUSAL_REGRESSION,
     TOOL_GROUND_TRUTH_MISS,
@@ -34,6 +43,7 @@ from ._stats import (
     benjamini_hochberg,
     bootstrap_ci,
     clustered_standard_error,
+    detectable_drop,
     paired_test,
     required_examples,
     standard_error,
@@ -441,10 +451,13 @@ def analyze(
     for raw in scores:
         r = raw if isinstance(raw, ScoreRecord) else ScoreRecord.model_validate(dict(raw))
         by_key.setdefault((r.evaluator, r.name, r.side), []).append(r)
+    # A 100k-example run spends seconds here: a bar (after 2 s, on a terminal) per comparison,
+    # then one step for the labels and one for the regressions.
+    bar = progress_bar(len(by_key) + 2, "analyse", unit="step")
     groups = [
         _compare(key, rows, clusters_of=clusters_of, floor=floors.get((key[0], key[1])), seed=seed,
                  n_resamples=n_resamples)
-        for key, rows in by_key.items()
+        for key, rows in counted(by_key.items(), bar)
     ]
     comparisons = [g.result for g in groups]
     tested = [c for c in comparisons if c.p_value is not None]
@@ -453,6 +466,7 @@ def analyze(
         c.p_adjusted = float(p_adj)
 
     labels, failure_categories = _label_summaries(groups)
+    bar.update()
     fail: list[str] = []
     inconclusive: list[str] = []
     notes: list[str] = []
@@ -592,6 +606,10 @@ def analyze(
         c = g.result
         if c.status != "measured" or c.p_value is None:
             continue
+        c.detectable_drop = detectable_drop(c.n, difference_sd=g.difference_sd, alpha=a, power=POWER,
+                                            design_effect=g.design_effect)
+        if c.p_adjusted is not None and c.p_adjusted < a and (c.difference or 0.0) < 0:
+            continue  # a significant drop is seen already: more examples would not change that
         need = required_examples(drop=delta, difference_sd=g.difference_sd, alpha=a, power=POWER,
                                  design_effect=g.design_effect)
         if need <= c.n:
@@ -601,8 +619,8 @@ def analyze(
             )
         else:
             recommendations.append(
-                f"{c.label}: detecting a {delta:g} drop at {POWER:.0%} power (alpha {a:g}) needs about "
-                f"{need} examples, {need - c.n} more than the {c.n} measured"
+                f"{c.label}: detecting a {delta:g} drop at {POWER:.0%} power (alpha {a:g}) needs "
+                f"{sane_count(need, c.n)}; {power_caveat(c.n, c.detectable_drop or 1.0)}"
             )
     misses = failure_categories.get(TOOL_GROUND_TRUTH_MISS, 0)
     if misses:
@@ -659,6 +677,12 @@ def analyze(
             f"no comparison shows a significant drop ({len(tested)} tested at alpha {a:g} after "
             "Benjamini-Hochberg)"
         ] + notes
+    weak = underpowered(comparisons, delta) if verdict != "fail" else None
+    if weak is not None and weak[0] >= pol.min_examples:  # a pass or an inconclusive that could not
+        # have seen a small drop says so (fewer than min_examples says it already)
+        line = (f"{power_caveat(*weak)} at {POWER:.0%} power, above minimum_detectable_drop {delta:g}: "
+                "a smaller drop would pass unseen")
+        reasons.insert(1, f"but {line}") if verdict == "pass" else reasons.append(line)
 
     # model_construct: every value below comes from validated records; a large suite lists many.
     regressions = [
@@ -675,9 +699,11 @@ def analyze(
         if r.target_score < r.source_score or (g.result.baseline is None and regression_labels(r))
     ]
     regressions.sort(key=lambda x: -severity_rank(x.severity or "low"))
-    return Analysis(
+    bar.update()
+    bar.close()
+    analysis = Analysis(
         verdict=verdict,
-        reasons=reasons,
+        reasons=one_reason_per_cause(reasons, duplicate_comparisons(regressions)),
         banners=banners,
         comparisons=comparisons,
         labels=labels,
@@ -686,3 +712,5 @@ def analyze(
         regressions=regressions,
         policy=pol.model_dump(mode="json"),
     )
+    analysis.headline = headline(analysis)  # compare() tells it again with the run's per-tool counts
+    return analysis

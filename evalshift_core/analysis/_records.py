@@ -73,6 +73,9 @@ class ComparisonResult(BaseModel):
     baseline_drift_share: float | None = None
     """Drift comparisons: share of examples where the source's own second run differed from it
     (the A/A rate the target's drift is tested against)."""
+    detectable_drop: float | None = None
+    """The smallest mean drop the test detects at 80% power with these ``n`` examples (design
+    effect included); None when it was not tested."""
     regressed: int = 0
     """Measured examples where the target scored below the source."""
     share_affected: float | None = None
@@ -139,6 +142,9 @@ class Analysis(BaseModel):
     schema_version: int = ANALYSIS_SCHEMA_VERSION
     verdict: Literal["pass", "fail", "inconclusive"]
     """``pass``, ``fail`` or ``inconclusive``."""
+    headline: str | None = None
+    """The verdict in one plain sentence, statistics left to the reasons: "FAIL — the candidate
+    stopped calling notify_security_team on 7 of 32 examples (all tagged security)"."""
     reasons: list[str] = Field(default_factory=list)
     """Every reason that decided the verdict, decisive ones first."""
     banners: list[str] = Field(default_factory=list)

@@ -295,3 +295,32 @@ def required_examples(
     sd = max(float(difference_sd), math.sqrt(drop * (1 - drop)) if drop < 1 else 0.0, 1e-12)
     z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
     return max(3, math.ceil((z * sd / drop) ** 2 * max(design_effect, 1.0)))
+
+
+def detectable_drop(
+    n: int,
+    *,
+    difference_sd: float,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    design_effect: float = 1.0,
+) -> float | None:
+    """The smallest mean drop ``n`` pairs detect at ``power``: the inverse of :func:`required_examples`.
+
+    Found by bisection on the same formula (sd floored the same way), to two decimals rounded up;
+    None when not even a drop of 1.0 is detectable with ``n`` pairs.
+    """
+    def enough(drop: float) -> bool:
+        return required_examples(drop=drop, difference_sd=difference_sd, alpha=alpha, power=power,
+                                 design_effect=design_effect) <= n
+
+    if n < 3 or not enough(1.0):
+        return None
+    lo, hi = 0.0, 1.0
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        if mid > 0 and enough(mid):
+            hi = mid
+        else:
+            lo = mid
+    return min(1.0, math.ceil(hi * 100 - 1e-9) / 100)

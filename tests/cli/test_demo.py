@@ -13,6 +13,11 @@ def test_demo_prints_failing_verdict_naming_security_tool_and_writes_report(tmp_
     out = subprocess.run([exe, "demo"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "Verdict: FAIL" in out.stdout
+    # the first verdict line is the headline, in plain words, naming the tool the candidate dropped
+    first = next(line for line in out.stdout.splitlines() if line.startswith("Verdict: "))
+    assert first == ("Verdict: FAIL — the candidate stopped calling notify_security_team on 7 of 32 examples "
+                     "(all tagged security); on 3 it called issue_refund where the source called lookup_order "
+                     "(all tagged urgent).")
     assert "notify_security_team" in out.stdout
     assert "TOOL_SELECTION_DRIFT" in out.stdout
     report = next(line for line in out.stdout.splitlines() if line.startswith("Report: ")).removeprefix("Report: ")

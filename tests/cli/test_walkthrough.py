@@ -86,10 +86,16 @@ def test_gate_exits_2_and_writes_junit_and_json(walkthrough):
     comparisons = [c for c in cases if c.get("classname") == "evalshift.comparisons"]
     regressions = [c for c in cases if c.get("classname", "").startswith("evalshift.regressions")]
     assert len(comparisons) == len(payload["comparisons"])
-    assert len(regressions) == len(payload["regressions"]) > 0
+    # one testcase per regressed example: its conformance and divergence rows are one root cause
+    assert len(regressions) == len({r["example_id"] for r in payload["regressions"]}) == 10
+    assert len(payload["regressions"]) == 20  # --json and analysis.json keep both sides
     assert all(c.find("failure") is not None for c in regressions)
+    assert sum(c.find("failure") is not None for c in comparisons) == 1
     verdict = next(c for c in cases if c.get("name") == "verdict")
-    assert verdict.find("failure") is not None
+    assert verdict.find("failure").get("message") == payload["headline"]
+    assert payload["headline"].startswith("FAIL — the candidate stopped calling notify_security_team on 7 of 32")
+    assert set(payload) >= {"headline", "banners", "labels"}
+    assert payload["labels"]["TOOL_SELECTION_DRIFT"]["by_tool"]["notify_security_team"] == 7
 
 
 def test_same_model_passes_the_gate(walkthrough):
@@ -201,3 +207,70 @@ def test_tools_synced_from_python_are_offered_to_examples_without_a_toolset(walk
     assert offered == [["lookup_order", "issue_refund", "notify_security_team"]] * 2
     raw = (work / ".evalshift/runs" / json.loads(ran.stdout)["run_id"] / "raw.jsonl").read_text().splitlines()
     assert all(json.loads(row)["trace"]["calls"][0]["tool_name"] == "lookup_order" for row in raw)
+
+
+def _last_error_line(out: subprocess.CompletedProcess[str]) -> str:
+    """Exit 1 and one ``error:`` line closing stderr (progress lines may come before it)."""
+    assert out.returncode == 1, (out.returncode, out.stdout, out.stderr)
+    assert "Traceback" not in out.stderr + out.stdout
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert lines[-1].startswith("error: ") and sum(line.startswith("error: ") for line in lines) == 1, out.stderr
+    return lines[-1]
+
+
+@pytest.mark.parametrize("flags", [(), ("--fail-on-regression",), ("--fail-on-inconclusive", "--json")],
+                         ids=["no flag", "--fail-on-regression", "--fail-on-inconclusive"])
+def test_a_model_that_does_not_exist_exits_1_naming_the_providers_error_whatever_the_flags(walkthrough, flags):
+    """Every target call returned 404: nothing was measured, which is an error, not "INCONCLUSIVE" and exit 0."""
+    project, env, _, _ = walkthrough
+    out = run_cli("compare", "--suite-name", "support", "--to", "openai:nope-model", *flags, cwd=project, env=env)
+    line = _last_error_line(out)
+    assert "every target call failed (32 of 32 on openai:nope-model)" in line
+    assert "The model `nope-model` does not exist" in line  # the provider's own words
+    assert "Verdict" not in out.stdout
+    if "--json" in flags:
+        assert json.loads(out.stdout)["exit_code"] == 1
+
+
+def test_an_inconclusive_verdict_exits_3_under_fail_on_inconclusive_and_its_junit_agrees(walkthrough, tmp_path):
+    project, env, _, _ = walkthrough
+    lines = (project / ".evalshift/suites/support.jsonl").read_text().splitlines(keepends=True)
+    small = tmp_path / "small.jsonl"
+    small.write_text("".join(lines[:5]))  # fewer than migration_policy.min_examples (10): inconclusive
+    junit = tmp_path / "gate.xml"
+    args = ("compare", "--suite", str(small), "--to", "openai:sim-baseline", "--fail-on-regression", "--junit", str(junit))
+    gated = run_cli(*args, "--fail-on-inconclusive", cwd=project, env=env)
+    assert gated.returncode == 3, gated.stderr
+    assert "Verdict: INCONCLUSIVE" in gated.stdout
+    failed = [c.get("name") for c in ET.parse(junit).getroot().iter("testcase") if c.find("failure") is not None]
+    assert failed == ["verdict"]
+    plain = run_cli(*args, cwd=project, env=env)
+    assert plain.returncode == 0, plain.stderr
+    root = ET.parse(junit).getroot()
+    assert root.get("failures") == "0"
+    assert next(c for c in root.iter("testcase") if c.get("name") == "verdict").find("skipped") is not None
+
+
+def test_a_second_identical_compare_says_every_response_came_from_the_cache(walkthrough):
+    project, env, sim, _ = walkthrough
+    args = ("compare", "--suite-name", "support", "--to", "openai:sim-candidate")
+    assert run_cli(*args, cwd=project, env=env).returncode == 0
+    before = len(sim.requests)
+    again = run_cli(*args, "--json", cwd=project, env=env)
+    assert again.returncode == 0, again.stderr
+    assert len(sim.requests) == before  # nothing was sent
+    payload = json.loads(again.stdout)
+    assert (payload["cached_calls"], payload["model_calls"]) == (64, 64)
+    manifest = json.loads((project / ".evalshift/runs" / payload["run_id"] / "run.json").read_text())
+    assert (manifest["cached_calls"], manifest["model_calls"]) == (64, 64)
+    text = run_cli(*args, cwd=project, env=env)
+    assert "64 of 64 responses from the cache (--no-cache for fresh samples)" in text.stdout
+
+
+def test_no_cache_sends_all_64_requests_again(walkthrough):
+    project, env, sim, _ = walkthrough
+    before = len(sim.requests)
+    out = run_cli("compare", "--suite-name", "support", "--to", "openai:sim-candidate", "--no-cache", cwd=project, env=env)
+    assert out.returncode == 0, out.stderr
+    assert len(sim.served()) and len(sim.requests) - before == 64
+    assert "0 of 64 responses from the cache" in out.stdout

@@ -181,7 +181,9 @@ def test_every_row_skipped_is_unknown_and_downgrades_a_pass():
     assert (semantic.status, semantic.n, semantic.skipped, semantic.p_value) == ("unknown", 0, 30, None)
     assert a.verdict == "inconclusive" and a.banners == [NOTHING_MEASURED]
     assert a.reasons == ["semantic.text: nothing measured — all 30 rows were skipped or shared misses; "
-                         "a pass resting on it is not evidence of equivalence"]
+                         "a pass resting on it is not evidence of equivalence",
+                         "30 examples can only detect drops of 0.21 or more at 80% power, above "
+                         "minimum_detectable_drop 0.05: a smaller drop would pass unseen"]
     failing = analyze(security_suite() + rows[30:])
     assert failing.verdict == "fail" and NOTHING_MEASURED in failing.banners
 
@@ -255,10 +257,29 @@ def test_too_few_examples_is_inconclusive():
 
 
 def test_identical_models_pass_with_the_reason():
-    a = analyze([sel(i, 1.0, 1.0) for i in range(30)])
+    a = analyze([sel(i, 1.0, 1.0) for i in range(400)])
     assert a.verdict == "pass"
     assert a.reasons == ["no comparison shows a significant drop (1 tested at alpha 0.05 after Benjamini-Hochberg)"]
     assert a.regressions == [] and a.labels == {}
+    assert a.headline == "PASS — no significant drop on 400 examples (1 comparison tested)."
+
+
+def test_an_underpowered_pass_says_so_in_the_verdict():
+    """30 examples cannot see a 0.05 drop: the verdict says how large a drop they could see."""
+    a = analyze([sel(i, 1.0, 1.0) for i in range(30)])
+    assert a.verdict == "pass"
+    assert a.reasons == ["no comparison shows a significant drop (1 tested at alpha 0.05 after Benjamini-Hochberg)",
+                         "but 30 examples can only detect drops of 0.21 or more at 80% power, above "
+                         "minimum_detectable_drop 0.05: a smaller drop would pass unseen"]
+    assert a.headline == "PASS, but 30 examples can only detect drops of 0.21 or more."
+    assert a.comparisons[0].detectable_drop == 0.21
+
+
+def test_a_significant_fail_carries_no_more_examples_line():
+    a = analyze(security_suite())
+    assert a.verdict == "fail"
+    assert not [r for r in a.recommendations if "power" in r or "more than the" in r]
+    assert a.comparisons[0].detectable_drop is not None  # still reported, for whoever asks
 
 
 def test_fail_at_severity_lets_a_significant_low_severity_drop_pass():
@@ -276,7 +297,11 @@ def test_power_line_in_the_recommendations():
     a = analyze([sel(i, 1.0, 1.0) for i in range(30)], policy={"minimum_detectable_drop": 0.05})
     assert a.recommendations == [
         "tool_selection.routing (conformance): detecting a 0.05 drop at 80% power (alpha 0.05) needs about "
-        "150 examples, 120 more than the 30 measured"]
+        "150 examples, 120 more than the 30 measured; 30 examples can only detect drops of 0.21 or more"]
+    small = analyze([sel(i, 1.0, 1.0) for i in range(12)], policy={"minimum_detectable_drop": 0.05})
+    assert small.recommendations == [  # counts stay sane: no "138 more than the 12 measured"
+        "tool_selection.routing (conformance): detecting a 0.05 drop at 80% power (alpha 0.05) needs more "
+        "than 10× the 12 measured; 12 examples can only detect drops of 0.4 or more"]
     big = analyze([sel(i, 1.0, 1.0) for i in range(400)], policy={"minimum_detectable_drop": 0.05})
     assert big.recommendations[0].startswith("tool_selection.routing (conformance): the 400 measured examples are enough")
 

@@ -215,8 +215,76 @@ def test_score_distributions_bin_source_and_target_and_skip_skipped_rows():
     ]
     dist = build_report(_analysis([]), [], [], MANIFEST, scores)["charts"]["distributions"]
     assert dist == [{"evaluator": "tool_selection", "name": "r", "side": None, "bins": 10,
-                     "source": [0, 0, 0, 0, 0, 1, 0, 0, 0, 1], "target": [1, 0, 0, 0, 0, 0, 0, 0, 0, 1]}]
+                     "source": [0, 0, 0, 0, 0, 1, 0, 0, 0, 1], "target": [1, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+                     "binary": False, "pairs": None}]
+    # graded scores (0.55) keep their histogram
     assert render_html(build_report(_analysis([]), [], [], MANIFEST, scores)).count("class='bar-source'") == 10
+
+
+def test_scores_of_only_0_and_1_get_paired_outcomes_instead_of_a_two_bar_histogram():
+    outcomes = [(1.0, 1.0)] * 22 + [(1.0, 0.0)] * 10 + [(0.0, 1.0)] + [(0.0, 0.0)] * 2
+    scores = [{"example_id": f"e{i}", "evaluator": "tool_selection", "name": "routing", "side": "conformance",
+               "source_score": s, "target_score": t} for i, (s, t) in enumerate(outcomes)]
+    report = build_report(_analysis([]), [], [], MANIFEST, scores)
+    dist = report["charts"]["distributions"][0]
+    assert dist["binary"] is True
+    assert dist["pairs"] == {"held": 22, "lost": 10, "gained": 1, "missed": 2}
+    page = render_html(report)
+    assert "tool_selection.routing (conformance): 22 held · 10 lost · 1 gained · 2 missed by both" in page
+    assert "Score distribution of" not in page  # no histogram of two bars
+
+
+def test_the_label_chart_counts_regressions_per_label_and_argument_field():
+    labels = {"ARGUMENT_VALUE_DRIFT": {"count": 12, "by_tool": {"issue_refund": 12},
+                                       "by_field": {"issue_refund.amount_usd": 12, "issue_refund.order_id": 2}},
+              "TOOL_SELECTION_DRIFT": {"count": 7, "by_tool": {"notify_security_team": 7}, "by_field": {}},
+              "REFUSAL_REGRESSION": {"count": 1}}
+    report = build_report(_analysis([], labels=labels), [], [], MANIFEST)
+    assert report["charts"]["labels"] == [
+        {"label": "ARGUMENT_VALUE_DRIFT", "where": "issue_refund.amount_usd", "count": 12},
+        {"label": "TOOL_SELECTION_DRIFT", "where": "notify_security_team", "count": 7},
+        {"label": "ARGUMENT_VALUE_DRIFT", "where": "issue_refund.order_id", "count": 2},
+        {"label": "REFUSAL_REGRESSION", "where": None, "count": 1},
+    ]
+    page = render_html(report)
+    assert "ARGUMENT_VALUE_DRIFT on issue_refund.amount_usd" in page and "id='label-chart'" in page
+
+
+def test_the_tool_chart_shows_each_tools_share_of_examples_on_both_sides():
+    """32 tickets, 7 security: "notify_security_team: 22% → 0%"."""
+    examples = [Example(id=f"s{i}", tags=["security"]) for i in range(7)] + [
+        Example(id=f"r{i}", tags=["refund"]) for i in range(25)]
+    calls = []
+    for ex in examples:
+        src = [("notify_security_team", {})] if ex.id.startswith("s") else [("lookup_order", {})]
+        tgt = [] if ex.id.startswith("s") else [("lookup_order", {})]
+        calls += [_call(ex.id, "source", _trace(src)), _call(ex.id, "target", _trace(tgt, text="reset your password"))]
+    report = build_report(_analysis([]), examples, calls, MANIFEST)
+    tools = {t["tool"]: t for t in report["charts"]["tool_calls"]["tools"]}
+    assert (tools["notify_security_team"]["source"], tools["notify_security_team"]["target"]) == (7, 0)
+    assert tools["notify_security_team"]["dropped_tags"] == {"security": 7}
+    page = render_html(report)
+    assert "notify_security_team: 22% → 0%" in page and "lookup_order: 78% → 78%" in page
+    # the most changed tool comes first, inside the verdict panel
+    verdict = page[page.index("class='verdict "):page.index("</section>", page.index("class='verdict "))]
+    assert verdict.index("notify_security_team") < verdict.index("lookup_order") and "id='tool-chart'" in verdict
+
+
+def test_multi_round_runs_chart_where_divergence_starts():
+    examples = [Example(id=f"e{i}") for i in range(4)]
+    calls = []
+    for i, ex in enumerate(examples):
+        src = [(1, "lookup_order", {}), (2, "issue_refund", {})]
+        tgt = {0: src, 1: [(1, "lookup_order", {}), (2, "escalate", {})], 2: [(1, "issue_refund", {}), (2, "lookup_order", {})],
+               3: [(1, "lookup_order", {}), (2, "lookup_order", {})]}[i]
+        calls += [_call(ex.id, "source", _trace(src, rounds=3)), _call(ex.id, "target", _trace(tgt, rounds=3))]
+    report = build_report(_analysis([]), examples, calls, MANIFEST)
+    assert report["charts"]["rounds"] == [{"round": 1, "first": 1, "diverged": 1}, {"round": 2, "first": 2, "diverged": 3},
+                                          {"round": 3, "first": 0, "diverged": 0}]
+    assert "Round 2: 2 start to diverge here, 3 diverge in it" in render_html(report)
+    single = build_report(_analysis([]), examples[:1], [_call("e0", "source", _trace([("a", {})])),
+                                                         _call("e0", "target", _trace([("b", {})]))], MANIFEST)
+    assert single["charts"]["rounds"] == [] and "id='round-chart'" not in render_html(single)
 
 
 def test_fixture_results_are_listed_per_round():
@@ -368,3 +436,12 @@ def test_compact_html_shows_the_banners_of_the_report_beside_it(tmp_path):
     calls = [_call("e1", "source", _trace([])), _call("e1", "target", _trace([]), dropped_params=["tools.strict"])]
     path = write_report(tmp_path, build_report(_analysis([]), [ex], calls, MANIFEST))
     assert "<strong>Constraints not honoured</strong>" in render_compact_html(_analysis([]), path)
+
+
+def test_the_header_says_how_many_responses_came_from_the_cache():
+    ex = Example(id="e1", inputs={"input": "x"})
+    cached = render_html(build_report(_analysis([]), [ex], [], {**MANIFEST, "cached_calls": 64, "model_calls": 64}))
+    assert "<span id='cache-note' class='cached'>64 of 64 responses from the cache</span>" in cached
+    fresh = render_html(build_report(_analysis([]), [ex], [], {**MANIFEST, "cached_calls": 0, "model_calls": 64}))
+    assert "<span id='cache-note'>0 of 64 responses from the cache</span>" in fresh
+    assert "<span id='cache-note'" not in render_html(build_report(_analysis([]), [ex], [], MANIFEST))  # an older run

@@ -6,6 +6,7 @@ screen is saved as test-artifacts/report-first-screen.png for a human to judge t
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import subprocess
@@ -253,8 +254,9 @@ class _Page:
         raise AssertionError(f"{selector_js} is not reachable with Tab")
 
 
-@pytest.fixture
-def page(payload_report: Path):
+@contextlib.contextmanager
+def _open_page(url: str, window_size: str = "1280,900"):
+    """Headless Chromium on ``url`` with its DevTools port, once the report's script has drawn."""
     import json
     import time
     import urllib.request
@@ -269,7 +271,7 @@ def page(payload_report: Path):
             [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              "--disable-dev-shm-usage", "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
-             f"--user-data-dir={profile}", "--window-size=1280,900", payload_report.as_uri()],
+             f"--user-data-dir={profile}", f"--window-size={window_size}", "--hide-scrollbars", url],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         try:
@@ -297,6 +299,12 @@ def page(payload_report: Path):
             proc.wait(timeout=30)
 
 
+@pytest.fixture
+def page(payload_report: Path):
+    with _open_page(payload_report.as_uri()) as p:
+        yield p
+
+
 def test_filters_and_evidence_work_from_the_keyboard(page):
     """Issue 8: filters keyboard-usable — reach them with Tab, change them with keys, see focus."""
     page.tab_to("document.getElementById('f-label')")
@@ -309,3 +317,54 @@ def test_filters_and_evidence_work_from_the_keyboard(page):
     page.press("Enter", "Enter", 13, "\r")
     assert page.js("document.querySelector('#rows details').open") is True
     assert "issue_refund.amount_usd: 12.0 → \"12\"" in page.js("document.querySelector('#rows details').textContent")
+
+
+def test_the_layout_holds_on_a_390_px_phone_screen(page):
+    """Issue: at 390 px the "By tool" chips wrapped one letter per line; nothing may overflow the page."""
+    page.send("Emulation.setDeviceMetricsOverride", width=390, height=844, deviceScaleFactor=2, mobile=True)
+    assert page.js("window.innerWidth") == 390
+    assert page.js("document.documentElement.scrollWidth") <= 390  # no sideways scrolling of the page
+    chips = page.js("Array.from(document.querySelectorAll('table.labels .chip'))"
+                    ".map(c => Math.round(c.getBoundingClientRect().width))")
+    assert chips and min(chips) > 60, chips  # whole words per line, not one letter
+    charts = page.js("Array.from(document.querySelectorAll('svg.chart')).map(s => s.getBoundingClientRect().right)")
+    assert charts and max(charts) <= 390, charts
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = page.send("Page.captureScreenshot", format="png")["data"]
+    (ARTIFACTS / "report-390px.png").write_bytes(__import__("base64").b64decode(shot))
+
+
+def test_the_first_screen_of_a_real_comparison_shows_the_headline_and_the_per_tool_chart(demo_simulator, tmp_path):
+    """At 1400 × 900 a reviewer reads what changed before scrolling: the headline and the per-tool chart."""
+    import base64
+
+    from evalshift_core import compare
+    from evalshift_core._demo import DEMO_CONFIG
+
+    tools = [{"name": n, "input_schema": {"type": "object", "properties": {}}}
+             for n in ("lookup_order", "issue_refund", "notify_security_team")]
+    tickets = ([(f"Order A{1000 + i} arrived broken. Please refund the ${10 + i}.50 I paid.", ["refund"], "lookup_order")
+                for i in range(10)]
+               + [(f"URGENT: refund order D{4000 + i} (${80 + i}.90) immediately.", ["refund", "urgent"], "lookup_order")
+                  for i in range(3)]
+               + [(f"Somebody logged in to my account {i} days ago, I think I was hacked.", ["security"],
+                   "notify_security_team") for i in range(7)]
+               + [(f"Where is my order L{1100 + i}? It has not arrived.", ["status"], "lookup_order") for i in range(12)])
+    suite = [Example(id=f"t{i:02d}", inputs={"input": text}, tags=tags, tools=tools, expected_tools=[{"tool_name": name}])
+             for i, (text, tags, name) in enumerate(tickets)]
+    result = compare(suite, source="openai:sim-baseline", target="openai:sim-candidate", config=DEMO_CONFIG,
+                     out_dir=tmp_path, providers={"openai": {"base_url": demo_simulator.openai_base_url, "api_key": "sim"}},
+                     run_options={"progress": False})
+    with _open_page(result.report_path.as_uri(), "1400,900") as p:
+        p.send("Emulation.setDeviceMetricsOverride", width=1400, height=900, deviceScaleFactor=1, mobile=False)
+        assert (p.js("window.innerWidth"), p.js("window.innerHeight")) == (1400, 900)
+        headline = p.js("document.getElementById('headline').textContent")
+        assert headline.startswith("FAIL — the candidate stopped calling notify_security_team on 7 of 32 examples")
+        for selector in ("#headline", "#tool-chart"):
+            box = p.js(f"JSON.stringify(document.querySelector('{selector}').getBoundingClientRect())")
+            assert __import__("json").loads(box)["bottom"] <= 900, (selector, box)
+        chart = p.js("document.querySelector('#tool-chart').textContent")
+        assert "notify_security_team: 22% → 0%" in chart
+        ARTIFACTS.mkdir(exist_ok=True)
+        shot = p.send("Page.captureScreenshot", format="png")["data"]
+        (ARTIFACTS / "report-first-screen-1400.png").write_bytes(base64.b64decode(shot))

@@ -1,0 +1,139 @@
+"""Which tools each side called, counted in examples from a run's Call rows.
+
+What a reviewer reads first ("notify_security_team: 22% → 0%", "on 3 it called issue_refund where
+the source called lookup_order") and what the headline, the report and the notebook chart share.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._models import Call, Example
+
+
+@dataclass(frozen=True)
+class ToolShare:
+    """One tool across the paired examples: how many called it on each side, and what changed."""
+
+    tool: str
+    source: int
+    """Examples in which the source called the tool (in any round)."""
+    target: int
+    """Examples in which the target called it."""
+    dropped: int
+    """Examples in which the source called it and the target did not."""
+    added: int
+    """Examples in which the target called it and the source did not."""
+    dropped_tags: dict[str, int] = field(default_factory=dict)
+    """Tags of the dropped examples, each counted once per example."""
+    added_tags: dict[str, int] = field(default_factory=dict)
+    """Tags of the added examples."""
+
+
+@dataclass(frozen=True)
+class Swap:
+    """Examples in which the target called ``target_tool`` where the source called ``source_tool``."""
+
+    source_tool: str
+    target_tool: str
+    examples: int
+    tags: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """Per-tool call counts over the examples both sides answered (``examples``)."""
+
+    examples: int
+    tools: list[ToolShare] = field(default_factory=list)
+    """Most changed first (``dropped + added``), then most called."""
+    swaps: list[Swap] = field(default_factory=list)
+    """Most frequent first."""
+    tags: dict[str, int] = field(default_factory=dict)
+    """Examples per tag among the paired ones (so "7 of 7 tagged security" can be said)."""
+
+    def tool(self, name: str) -> ToolShare | None:
+        return next((t for t in self.tools if t.tool == name), None)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "examples": self.examples,
+            "tags": dict(self.tags),
+            "tools": [t.__dict__ | {"dropped_tags": dict(t.dropped_tags), "added_tags": dict(t.added_tags)}
+                      for t in self.tools],
+            "swaps": [s.__dict__ | {"tags": dict(s.tags)} for s in self.swaps],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ToolUse:
+        return cls(
+            examples=int(data.get("examples") or 0),
+            tags=dict(data.get("tags") or {}),
+            tools=[ToolShare(**t) for t in data.get("tools") or []],
+            swaps=[Swap(**s) for s in data.get("swaps") or []],
+        )
+
+
+def _sorted_counts(counter: Counter[str]) -> dict[str, int]:
+    return dict(sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def tool_use(examples: Iterable[Example], calls: Iterable[Call]) -> ToolUse:
+    """Count, per tool, the examples in which each side called it; only examples both sides
+    answered count (a failed call leaves an example unmeasured)."""
+    by_key = {(c.example_id, c.role): c for c in calls if not c.repeat}  # the source's first replay
+    called: dict[str, list[int]] = {}
+    dropped: dict[str, Counter[str]] = {}
+    added: dict[str, Counter[str]] = {}
+    n_dropped: Counter[str] = Counter()
+    n_added: Counter[str] = Counter()
+    swaps: Counter[tuple[str, str]] = Counter()
+    swap_tags: dict[tuple[str, str], Counter[str]] = {}
+    tags: Counter[str] = Counter()
+    paired = 0
+    for ex in examples:
+        src, tgt = by_key.get((ex.id, "source")), by_key.get((ex.id, "target"))
+        if src is None or tgt is None or src.error or tgt.error or src.trace is None or tgt.trace is None:
+            continue
+        paired += 1
+        ex_tags = list(dict.fromkeys(ex.tags))
+        tags.update(ex_tags)
+        s_names, t_names = set(src.trace.names()), set(tgt.trace.names())
+        for name in s_names | t_names:
+            counts = called.setdefault(name, [0, 0])
+            counts[0] += name in s_names
+            counts[1] += name in t_names
+        lost, gained = sorted(s_names - t_names), sorted(t_names - s_names)
+        for name in lost:
+            n_dropped[name] += 1
+            dropped.setdefault(name, Counter()).update(ex_tags)
+        for name in gained:
+            n_added[name] += 1
+            added.setdefault(name, Counter()).update(ex_tags)
+        if len(lost) == 1 and len(gained) == 1:  # one tool called in place of another
+            swaps[(lost[0], gained[0])] += 1
+            swap_tags.setdefault((lost[0], gained[0]), Counter()).update(ex_tags)
+    shares = [
+        ToolShare(tool=name, source=s, target=t, dropped=n_dropped[name], added=n_added[name],
+                  dropped_tags=_sorted_counts(dropped.get(name, Counter())),
+                  added_tags=_sorted_counts(added.get(name, Counter())))
+        for name, (s, t) in called.items()
+    ]
+    shares.sort(key=lambda x: (-(x.dropped + x.added), -max(x.source, x.target), x.tool))
+    swap_list = [Swap(source_tool=a, target_tool=b, examples=n, tags=_sorted_counts(swap_tags[(a, b)]))
+                 for (a, b), n in sorted(swaps.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return ToolUse(examples=paired, tools=shares, swaps=swap_list, tags=_sorted_counts(tags))
+
+
+def first_diverged_round(source: Call, target: Call) -> int | None:
+    """The first round whose tool names differ between the two sides; None when none does."""
+    if source.trace is None or target.trace is None:
+        return None
+    rounds = max(source.trace.round_count or 1, target.trace.round_count or 1)
+    for k in range(1, rounds + 1):
+        if [c.tool_name for c in source.trace.round(k)] != [c.tool_name for c in target.trace.round(k)]:
+            return k
+    return None
