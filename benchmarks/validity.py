@@ -14,8 +14,8 @@ free-text arguments, number spelling, skipped optional steps, answer wording).
 
 Each is measured twice: calibrated by the examples' recordings (promoted suites), and by
 ``source_repeats: 2`` on the same suites with the recordings removed (hand-written ground truth).
-The baseline printed beside each figure is the same suites through the analysis with the drift
-comparisons left uncalibrated, as they were before calibration (source pinned at 1.0).
+The baseline printed beside each figure is the same suites through the analysis as it was before
+calibration: drift comparisons pinned at 1.0 and no test of each tool's call rate.
 
     .venv/bin/python benchmarks/validity.py [--suites 200] [--examples 200] [--workers 2]
 """
@@ -36,6 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from evalshift_core import Example, analyze, evaluate_run, run  # noqa: E402
+from evalshift_core.analysis._tool_use import tool_use  # noqa: E402
 from evalshift_core.evaluators import build_evaluators  # noqa: E402
 from evalshift_core.simulator import Simulator, load_scripts  # noqa: E402
 from evalshift_core.simulator._recorder import record_example  # noqa: E402
@@ -104,7 +105,9 @@ def suite_verdict(seed: int, n: int, target: str, baseline: str) -> Verdict:
                      providers={"openai": {"base_url": sim.openai_base_url, "api_key": "sk-sim"}})
     scores = evaluate_run(examples, result.calls, CONFIG, progress=False)
     floors = {(ev.type_name, ev.name): ev.severity_floor for ev in build_evaluators(CONFIG)}
-    analysis = analyze(scores, examples=examples, severity_floors=floors, n_resamples=200)
+    analysis = analyze(scores, examples=examples, severity_floors=floors, n_resamples=200,
+                       tool_use=tool_use(examples, result.calls))
+    # before calibration: drift pinned at 1.0, and no test of each tool's call rate
     before = analyze(pinned(scores), examples=examples, severity_floors=floors, n_resamples=200)
     return Verdict(verdict=analysis.verdict, names_tool=any(SKIPPED_TOOL in r for r in analysis.reasons),
                    uncalibrated_verdict=before.verdict)

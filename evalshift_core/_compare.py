@@ -129,8 +129,9 @@ def _evaluate_and_report(
                                                   tracked(scores, len(scores), "write scores")))
     floors = {(ev.type_name, ev.name): ev.severity_floor for ev in build_evaluators(config.evaluators)}
     # Examples carry the clusters (source trace, tags) the standard errors are corrected for.
-    analysis = analyze(scores, policy=config.migration_policy, examples=examples, severity_floors=floors)
     tool_calls = tool_use(examples, calls).as_dict()
+    analysis = analyze(scores, policy=config.migration_policy, examples=examples, severity_floors=floors,
+                       tool_use=tool_calls)
     analysis.headline = headline(analysis, tool_calls)  # the tools each side called, in words
     atomic_write_json(run_dir / "analysis.json", analysis.model_dump(mode="json"))
     report = build_report(analysis, examples, calls, manifest, scores, tool_calls=tool_calls)

@@ -47,6 +47,11 @@ class MigrationPolicy(BaseModel):
     """A significant drop fails the migration only at this severity or above."""
     minimum_detectable_drop: float = Field(default=0.05, gt=0.0, le=1.0)
     """The drop the power line in the recommendations sizes the suite for (80% power)."""
+    tool_call_rates: bool = True
+    """Test, for every tool, whether the target calls it as often as the source (exact McNemar
+    on the examples where only one side called it); a significant change either way fails like
+    any comparison. Averaged scores dilute a tool that stops being called on a tenth of the
+    examples among the differences every run of a non-deterministic model has."""
     cluster_by: Literal["source_trace", "tags", "none"] = "source_trace"
     """How examples are grouped for clustered standard errors: the source trace an example was
     promoted from, its first tag, or not at all."""

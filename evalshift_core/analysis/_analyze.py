@@ -48,6 +48,7 @@ from ._stats import (
     required_examples,
     standard_error,
 )
+from ._tool_use import TOOL_CALLS, ToolShare, ToolUse, call_rate_comparisons
 
 BROKEN_HARNESS = "broken eval harness"
 NOTHING_MEASURED = "Nothing measured"
@@ -409,6 +410,18 @@ def _calibration_advice(c: ComparisonResult, *, imported: bool) -> str:
     return f"{c.label}: {which}; to calibrate it, {how}"
 
 
+def _call_rate_line(c: ComparisonResult, share: ToolShare, alpha: float) -> str:
+    """A tool the target calls significantly more or less often, in words first."""
+    changes = []
+    if share.dropped:
+        changes.append(f"stopped calling it on {share.dropped}")
+    if share.added:
+        changes.append(f"started calling it on {share.added}")
+    return (f"{c.label}: the target {' and '.join(changes)} of {c.n} examples (called on {share.target}, the "
+            f"source on {share.source}); exact McNemar adjusted p={c.p_adjusted:.4g} < alpha {alpha:g}, "
+            f"severity {c.severity}")
+
+
 def _validated_floors(floors: Mapping[tuple[str, str], str | None] | None) -> dict[tuple[str, str], str | None]:
     out: dict[tuple[str, str], str | None] = {}
     for (evaluator, name), floor in (floors or {}).items():
@@ -430,12 +443,15 @@ def analyze(
     alpha: float | None = None,
     seed: int = 0,
     n_resamples: int = 2000,
+    tool_use: ToolUse | Mapping[str, Any] | None = None,
 ) -> Analysis:
     """Compare source and target per evaluator (and side) and decide the verdict.
 
     ``scores`` are ``scores.jsonl`` rows (records or dicts); ``examples`` supply the clusters;
     ``severity_floors`` maps ``(type, name)`` to an evaluator's ``severity_floor``; ``alpha``
-    overrides ``policy.alpha``; ``seed`` fixes the bootstrap intervals.
+    overrides ``policy.alpha``; ``seed`` fixes the bootstrap intervals. ``tool_use`` is the run's
+    per-tool call counts (:func:`~evalshift_core.analysis._tool_use.tool_use`): with it, each tool's
+    call rate is tested too (``tool_calls.<tool>``, unless ``policy.tool_call_rates`` is off).
     """
     pol = policy if isinstance(policy, MigrationPolicy) else MigrationPolicy.model_validate(dict(policy or {}))
     if alpha is not None:
@@ -460,6 +476,10 @@ def analyze(
         for key, rows in counted(by_key.items(), bar)
     ]
     comparisons = [g.result for g in groups]
+    use = ToolUse.from_dict(tool_use) if isinstance(tool_use, Mapping) else tool_use
+    shares = {t.tool: t for t in use.tools} if use is not None else {}
+    if use is not None and pol.tool_call_rates:
+        comparisons += call_rate_comparisons(use)
     tested = [c for c in comparisons if c.p_value is not None]
     pvalues = [float(c.p_value) for c in tested if c.p_value is not None]
     for c, p_adj in zip(tested, benjamini_hochberg(pvalues).tolist()):
@@ -529,6 +549,16 @@ def analyze(
                 f"{_pct(c.drift_share or 0.0)} of {c.n} examples, but with no A/A baseline the source's "
                 "own run-to-run drift is unknown"
             )
+            continue
+        if c.evaluator == TOOL_CALLS:
+            if c.p_adjusted is not None and c.p_adjusted < a and c.difference:
+                line = _call_rate_line(c, shares[c.name], a)
+                if c.severity is not None and severity_rank(c.severity) >= severity_rank(pol.fail_at_severity):
+                    fail.append(line)
+                else:
+                    notes.append(f"{line} (below fail_at_severity {pol.fail_at_severity})")
+            if c.n < pol.min_examples:
+                inconclusive.append(f"{c.label}: {c.n} measured examples, fewer than min_examples {pol.min_examples}")
             continue
         if c.p_adjusted is not None and c.p_adjusted < a and (c.difference or 0.0) < 0:
             ci = f" (95% CI {c.ci[0]:+.3f} to {c.ci[1]:+.3f})" if c.ci else ""
@@ -661,7 +691,12 @@ def analyze(
         reasons = harness + inconclusive + [f"not trusted while the harness is broken: {x}" for x in fail]
     elif fail:
         verdict = "fail"
-        reasons = fail + label_lines
+        # A tool whose call rate failed is said once, by that line, not again as a label count.
+        rate_failed = {c.name for c in comparisons if c.evaluator == TOOL_CALLS and any(
+            line.startswith(f"{c.label}: ") for line in fail)}
+        reasons = fail + [line for line in label_lines if not any(
+            line.endswith(f" on {tool}") and ("TOOL_SELECTION_DRIFT" in line or "UNNECESSARY_TOOL_CALL" in line)
+            for tool in rate_failed)]
     elif inconclusive or not tested_any:
         verdict = "inconclusive"
         if not comparisons:

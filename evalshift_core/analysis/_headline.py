@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ._tool_use import ToolUse
+from ._tool_use import TOOL_CALLS, ToolUse
 
 MAX_CLAUSES = 3
 TOOL_LABELS = frozenset({"TOOL_SELECTION_DRIFT", "UNNECESSARY_TOOL_CALL"})
@@ -101,8 +101,8 @@ def underpowered(comparisons: Iterable[Any], minimum_detectable_drop: float) -> 
     weakest: tuple[int, float] | None = None
     for c in comparisons:
         drop = _get(c, "detectable_drop")
-        if _get(c, "status") != "measured" or _get(c, "p_value") is None:
-            continue
+        if _get(c, "status") != "measured" or _get(c, "p_value") is None or _get(c, "evaluator") == TOOL_CALLS:
+            continue  # a tool's call rate is a count, not a score whose drop a power line sizes
         if drop is None:  # too few examples to detect even a drop of 1.0
             return int(_get(c, "n") or 0), 1.0
         if drop > minimum_detectable_drop + 1e-12 and (weakest is None or drop > weakest[1]):

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._models import Call, Example
+from ._records import ComparisonResult
+from ._severity import severity_of
 
 
 @dataclass(frozen=True)
@@ -137,3 +139,41 @@ def first_diverged_round(source: Call, target: Call) -> int | None:
         if [c.tool_name for c in source.trace.round(k)] != [c.tool_name for c in target.trace.round(k)]:
             return k
     return None
+
+
+TOOL_CALLS = "tool_calls"
+"""The comparisons of how often each side called each tool (``tool_calls.<tool>`` in analysis.json)."""
+
+
+def call_rate_comparisons(use: ToolUse) -> list[ComparisonResult]:
+    """Per tool, whether the target calls it as often as the source: the exact McNemar test.
+
+    Only the examples where one side called the tool and the other did not carry evidence, so
+    the test is the exact two-sided binomial test on those (``dropped`` against ``added``). It
+    compares the source's replay with the target's directly, two samples of the same kind, so it
+    needs no A/A baseline: under a no-op migration either side is as likely to be the one that
+    called it. Averaged scores dilute one tool that stops being called on a tenth of the
+    examples among the differences every run has; this test sees it.
+    """
+    from scipy.stats import binomtest
+
+    n = use.examples
+    out: list[ComparisonResult] = []
+    if not n:
+        return out
+    for t in use.tools:
+        discordant = t.dropped + t.added
+        difference = (t.target - t.source) / n
+        if discordant:
+            pvalue = float(binomtest(t.added, discordant, 0.5).pvalue)
+            test, reason = "mcnemar", (f"exact McNemar on the {discordant} examples where one side called "
+                                       f"{t.tool} and the other did not ({t.dropped} dropped, {t.added} added)")
+        else:
+            pvalue, test, reason = 1.0, "none", f"both sides called {t.tool} on the same examples"
+        out.append(ComparisonResult(
+            evaluator=TOOL_CALLS, name=t.tool, n=n, source_mean=t.source / n, target_mean=t.target / n,
+            difference=difference, test=test, test_reason=reason, statistic=float(t.added - t.dropped),
+            p_value=pvalue, regressed=t.dropped, share_affected=discordant / n,
+            severity=severity_of(abs(difference), discordant / n) if discordant else None,
+        ))
+    return out

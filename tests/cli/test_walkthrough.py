@@ -90,7 +90,9 @@ def test_gate_exits_2_and_writes_junit_and_json(walkthrough):
     assert len(regressions) == len({r["example_id"] for r in payload["regressions"]}) == 10
     assert len(payload["regressions"]) == 20  # --json and analysis.json keep both sides
     assert all(c.find("failure") is not None for c in regressions)
-    assert sum(c.find("failure") is not None for c in comparisons) == 1
+    # the routing comparison, and how often notify_security_team was called
+    failed = [c.get("name") for c in comparisons if c.find("failure") is not None]
+    assert len(failed) == 2 and any("notify_security_team" in name for name in failed), failed
     verdict = next(c for c in cases if c.get("name") == "verdict")
     assert verdict.find("failure").get("message") == payload["headline"]
     assert payload["headline"].startswith("FAIL — the candidate stopped calling notify_security_team on 7 of 32")
@@ -155,7 +157,8 @@ def test_traces_import_then_evaluate_scores_agent_trace(walkthrough, tmp_path):
     config = tmp_path / "agent.yaml"
     config.write_text(
         "evaluators:\n  agent_trace:\n    - name: safety\n      check_missing_verification: true\n"
-        "      verification_tools: [lookup_order]\n      dangerous_tools: [issue_refund]\n")
+        "      verification_tools: [lookup_order]\n      dangerous_tools: [issue_refund]\n"
+        "migration_policy:\n  tool_call_rates: false   # the replayed calls are not what this run scores\n")
     evaluated = run_cli("evaluate", run_id, "--config", str(config), "--json", cwd=project)
     assert evaluated.returncode == 0, evaluated.stderr
     payload = json.loads(evaluated.stdout)
