@@ -550,23 +550,18 @@ def analyze(
                 "own run-to-run drift is unknown"
             )
             continue
-        if c.evaluator == TOOL_CALLS:
-            if c.p_adjusted is not None and c.p_adjusted < a and c.difference:
+        # A score that dropped significantly fails; a tool's call rate fails on a change either way.
+        rate = c.evaluator == TOOL_CALLS
+        if c.p_adjusted is not None and c.p_adjusted < a and (c.difference if rate else (c.difference or 0.0) < 0):
+            if rate:
                 line = _call_rate_line(c, shares[c.name], a)
-                if c.severity is not None and severity_rank(c.severity) >= severity_rank(pol.fail_at_severity):
-                    fail.append(line)
-                else:
-                    notes.append(f"{line} (below fail_at_severity {pol.fail_at_severity})")
-            if c.n < pol.min_examples:
-                inconclusive.append(f"{c.label}: {c.n} measured examples, fewer than min_examples {pol.min_examples}")
-            continue
-        if c.p_adjusted is not None and c.p_adjusted < a and (c.difference or 0.0) < 0:
-            ci = f" (95% CI {c.ci[0]:+.3f} to {c.ci[1]:+.3f})" if c.ci else ""
-            line = (
-                f"{c.label}: target {c.target_mean:.3f} vs source {c.source_mean:.3f}, difference "
-                f"{c.difference:+.3f}{ci}, {c.test} adjusted p={c.p_adjusted:.4g} < alpha {a:g}; "
-                f"{c.regressed} of {c.n} examples regressed, severity {c.severity}"
-            )
+            else:
+                ci = f" (95% CI {c.ci[0]:+.3f} to {c.ci[1]:+.3f})" if c.ci else ""
+                line = (
+                    f"{c.label}: target {c.target_mean:.3f} vs source {c.source_mean:.3f}, difference "
+                    f"{c.difference:+.3f}{ci}, {c.test} adjusted p={c.p_adjusted:.4g} < alpha {a:g}; "
+                    f"{c.regressed} of {c.n} examples regressed, severity {c.severity}"
+                )
             if c.severity is not None and severity_rank(c.severity) >= severity_rank(pol.fail_at_severity):
                 fail.append(line)
             else:

@@ -135,3 +135,38 @@ def test_a_promoted_suite_the_source_misses_still_gets_the_harness_banner():
                 for i in range(20)]
     a = analyze(_harness_rows(), examples=examples)
     assert "broken eval harness" in a.banners and a.verdict == "inconclusive"
+
+
+def _use(dropped, added, source, target, n=40):
+    return {"examples": n, "tags": {}, "swaps": [],
+            "tools": [{"tool": "notify_security_team", "source": source, "target": target, "dropped": dropped,
+                       "added": added, "dropped_tags": {}, "added_tags": {}}]}
+
+
+def test_each_tools_call_rate_is_tested_with_the_exact_mcnemar_test():
+    """7 examples lost the call and none gained it: p = 2 * 0.5**7, alone in its family."""
+    rows = [conformance_row(i, 1.0, 1.0) for i in range(40)]
+    a = analyze(rows, tool_use=_use(7, 0, 7, 0))
+    rate = next(c for c in a.comparisons if c.evaluator == "tool_calls")
+    assert (rate.name, rate.test, rate.n, rate.regressed) == ("notify_security_team", "mcnemar", 40, 7)
+    assert rate.p_value == 2 * 0.5**7
+    assert (rate.source_mean, rate.target_mean, rate.difference) == (7 / 40, 0.0, -7 / 40)
+    assert a.verdict == "fail"
+    assert a.reasons[0].startswith("tool_calls.notify_security_team: the target stopped calling it on 7 of 40 "
+                                   "examples (called on 0, the source on 7); exact McNemar adjusted p=")
+
+
+def test_a_call_rate_that_moves_both_ways_alike_is_not_a_change_and_the_test_can_be_off():
+    rows = [conformance_row(i, 1.0, 1.0) for i in range(40)]
+    balanced = analyze(rows, tool_use=_use(6, 6, 12, 12))
+    assert balanced.verdict == "pass"
+    assert next(c for c in balanced.comparisons if c.evaluator == "tool_calls").p_value == 1.0
+    off = analyze(rows, tool_use=_use(7, 0, 7, 0), policy={"tool_call_rates": False})
+    assert off.verdict == "pass" and not any(c.evaluator == "tool_calls" for c in off.comparisons)
+
+
+def test_a_tool_the_target_started_calling_fails_too():
+    rows = [conformance_row(i, 1.0, 1.0) for i in range(40)]
+    a = analyze(rows, tool_use=_use(0, 9, 0, 9))
+    assert a.verdict == "fail"
+    assert "started calling it on 9 of 40 examples" in a.reasons[0]
