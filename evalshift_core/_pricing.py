@@ -1,6 +1,7 @@
 """The editable price table behind the cost pre-flight and the per-call cost in raw.jsonl.
 
 Shipped defaults (``data/prices.json``) < ``<base>/prices.json|yaml`` < ``$EVALSHIFT_PRICES`` < ``run(prices=)``.
+``batch_discount`` maps a provider to the fraction its batch API takes off the list price.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import orjson
 from ._exceptions import ConfigError
 
 PRICES_ENV = "EVALSHIFT_PRICES"
+BATCH_DISCOUNT_KEY = "batch_discount"
 
 
 @dataclass(frozen=True)
@@ -35,8 +37,10 @@ class PriceTable:
     so ``openai:gpt-4o`` prices ``openai:gpt-4o-2024-08-06`` but not ``openai:gpt-4o-mini``
     when that has its own entry."""
 
-    def __init__(self, entries: Mapping[str, Price]) -> None:
+    def __init__(self, entries: Mapping[str, Price], batch_discounts: Mapping[str, float] | None = None) -> None:
         self.entries = dict(entries)
+        self.batch_discounts = dict(batch_discounts or {})
+        """Provider -> fraction off the list price through its batch API (0.5: half price)."""
 
     def lookup(self, model: str) -> Price | None:
         if model in self.entries:
@@ -47,12 +51,17 @@ class PriceTable:
                 best = key
         return self.entries[best] if best is not None else None
 
-    def cost(self, model: str, input_tokens: int, output_tokens: int) -> float | None:
+    def cost(self, model: str, input_tokens: int, output_tokens: int, *, batch: bool = False) -> float | None:
+        """USD for one call; ``batch=True`` prices it through the provider's batch API."""
         price = self.lookup(model)
-        return None if price is None else price.cost(input_tokens, output_tokens)
+        if price is None:
+            return None
+        cost = price.cost(input_tokens, output_tokens)
+        return cost * (1.0 - self.batch_discounts.get(model.partition(":")[0], 0.0)) if batch else cost
 
     def updated(self, raw: Mapping[str, Any], *, source: str) -> PriceTable:
-        return PriceTable({**self.entries, **_parse(raw, source)})
+        return PriceTable({**self.entries, **_parse(raw, source)},
+                          {**self.batch_discounts, **_parse_discounts(raw, source)})
 
 
 def _parse(raw: Mapping[str, Any], source: str) -> dict[str, Price]:
@@ -60,8 +69,8 @@ def _parse(raw: Mapping[str, Any], source: str) -> dict[str, Price]:
         raise ConfigError("a price table is a mapping of model -> {input, output}", file=source)
     out: dict[str, Price] = {}
     for model, entry in raw.items():
-        if str(model).startswith("_"):
-            continue  # comments
+        if str(model).startswith("_") or model == BATCH_DISCOUNT_KEY:
+            continue  # comments; the batch discounts are read on their own
         if ":" not in str(model):
             raise ConfigError("price keys are provider:model (e.g. openai:gpt-4o)", file=source, field=str(model))
         try:
@@ -69,6 +78,26 @@ def _parse(raw: Mapping[str, Any], source: str) -> dict[str, Price]:
         except (TypeError, KeyError, ValueError) as exc:
             raise ConfigError("needs numeric 'input' and 'output' (USD per 1M tokens)",
                               file=source, field=str(model)) from exc
+    return out
+
+
+def _parse_discounts(raw: Mapping[str, Any], source: str) -> dict[str, float]:
+    """``batch_discount: {provider: fraction off}``, each a number in [0, 1)."""
+    entry = raw.get(BATCH_DISCOUNT_KEY)
+    if entry is None:
+        return {}
+    if not isinstance(entry, Mapping):
+        raise ConfigError("batch_discount maps a provider to the fraction off (e.g. {\"openai\": 0.5})",
+                          file=source, field=BATCH_DISCOUNT_KEY)
+    out: dict[str, float] = {}
+    for provider, value in entry.items():
+        field = f"{BATCH_DISCOUNT_KEY}.{provider}"
+        if str(provider).startswith("_"):
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+            raise ConfigError("a batch discount is a fraction off the list price, at least 0 and below 1",
+                              file=source, field=field)
+        out[str(provider)] = float(value)
     return out
 
 
@@ -93,7 +122,8 @@ def _read(path: Path) -> Mapping[str, Any]:
 
 def default_prices() -> PriceTable:
     raw = orjson.loads(resources.files("evalshift_core").joinpath("data/prices.json").read_bytes())
-    return PriceTable(_parse(raw, "evalshift_core/data/prices.json"))
+    source = "evalshift_core/data/prices.json"
+    return PriceTable(_parse(raw, source), _parse_discounts(raw, source))
 
 
 def load_prices(base: str | os.PathLike[str] | None = None,
