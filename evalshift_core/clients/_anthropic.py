@@ -172,7 +172,10 @@ class AnthropicClient(BaseClient):
         return PreparedRequest(self.provider, model.name, body, self.endpoint, sorted(set(dropped)))
 
     async def _call(self, sdk: Any, request: PreparedRequest) -> ModelResponse:
-        message = await sdk.messages.create(**request.body)
+        return self.parse(await sdk.messages.create(**request.body))
+
+    def parse(self, message: Any) -> ModelResponse:
+        """A Message (from the SDK call or a batch result) as a ModelResponse."""
         texts: list[str] = []
         calls: list[ToolCall] = []
         for block in message.content or []:

@@ -334,8 +334,16 @@ class BaseClient:
     async def _call(self, sdk: Any, request: PreparedRequest) -> ModelResponse:
         raise NotImplementedError
 
+    def parse(self, response: Any) -> ModelResponse:
+        """The SDK's response object as a ModelResponse (online calls and batch results alike)."""
+        raise NotImplementedError
+
     def _make_sdk(self) -> Any:
         raise NotImplementedError
+
+    def sdk(self) -> Any:
+        """The async SDK client for the running event loop (what batch submission calls)."""
+        return self._sdk_for_loop()
 
     def _sdk_for_loop(self) -> Any:
         # Async SDK clients hold a connection pool bound to the loop that created them.

@@ -167,6 +167,7 @@ class GeminiClient(BaseClient):
         return PreparedRequest(self.provider, model.name, body, self.endpoint, sorted(set(dropped)))
 
     def _make_call_args(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The SDK call's keyword arguments: thought signatures back to the bytes the SDK takes."""
         args = copy.deepcopy(body)
         for content in args["contents"]:
             for part in content["parts"]:
@@ -175,7 +176,10 @@ class GeminiClient(BaseClient):
         return args
 
     async def _call(self, sdk: Any, request: PreparedRequest) -> ModelResponse:
-        response = await sdk.aio.models.generate_content(**self._make_call_args(request.body))
+        return self.parse(await sdk.aio.models.generate_content(**self._make_call_args(request.body)))
+
+    def parse(self, response: Any) -> ModelResponse:
+        """A GenerateContentResponse (from the SDK call or a batch result) as a ModelResponse."""
         texts: list[str] = []
         calls: list[ToolCall] = []
         refusal = None

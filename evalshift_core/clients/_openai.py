@@ -183,7 +183,10 @@ class OpenAIChatClient(BaseClient):
         return PreparedRequest(self.provider, model.name, body, self.endpoint, sorted(set(dropped)))
 
     async def _call(self, sdk: Any, request: PreparedRequest) -> ModelResponse:
-        response = await sdk.chat.completions.create(**request.body)
+        return self.parse(await sdk.chat.completions.create(**request.body))
+
+    def parse(self, response: Any) -> ModelResponse:
+        """A ChatCompletion (from the SDK call or a batch output line) as a ModelResponse."""
         if not response.choices:
             return ModelResponse(text=None, tool_calls=[])
         message = response.choices[0].message
@@ -231,7 +234,10 @@ class OpenAIResponsesClient(OpenAIChatClient):
         return PreparedRequest(self.provider, model.name, body, self.endpoint, sorted(set(dropped)))
 
     async def _call(self, sdk: Any, request: PreparedRequest) -> ModelResponse:
-        response = await sdk.responses.create(**request.body)
+        return self.parse(await sdk.responses.create(**request.body))
+
+    def parse(self, response: Any) -> ModelResponse:
+        """A Responses API Response (from the SDK call or a batch output line) as a ModelResponse."""
         texts: list[str] = []
         refusal = None
         calls: list[ToolCall] = []
