@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from . import _anthropic, _gemini, _openai, _responses
+from ._batch import BatchService
 from ._loopback import LoopbackServer
 from ._noise import request_key
 from ._rules import ModelScript, Reply, SimRequest, with_noise
@@ -32,6 +33,11 @@ class Simulator(LoopbackServer):
     profile answers the n-th identical request with the n-th sample of its noise, so two replays
     of one model differ while a fresh simulator repeats the same sequence.
 
+    The three batch APIs (OpenAI Batch, Anthropic Message Batches, Gemini batch mode) run on the
+    same scripted models: a batch ends ``batch_delay_s`` after it is created, the first
+    ``batch_fail_first`` batched requests fail with ``batch_fail_status``, and
+    ``sim.batches_created`` counts the batches submitted (see ``_batch.py``).
+
     >>> with Simulator(scripts) as sim:
     ...     client = openai.OpenAI(base_url=sim.openai_base_url, api_key="sim")
     """
@@ -51,6 +57,9 @@ class Simulator(LoopbackServer):
         error_status: int = 429,
         noise: Any = None,
         noise_seed: int | None = None,
+        batch_delay_s: float = 0.0,
+        batch_fail_first: int = 0,
+        batch_fail_status: int = 500,
     ) -> None:
         self.scripts = with_noise(scripts, noise=noise, noise_seed=noise_seed)
         self.latency_s = latency_s
@@ -66,7 +75,14 @@ class Simulator(LoopbackServer):
         self._count = 0
         self._answered: Counter[tuple[str, str]] = Counter()
         """How many times each model answered each request (the noise's ``repeat``)."""
+        self.batch = BatchService(self, delay_s=batch_delay_s, fail_first=batch_fail_first,
+                                  fail_status=batch_fail_status)
         self._bind(_make_handler(self), host, port)
+
+    @property
+    def batches_created(self) -> int:
+        """Batches submitted to any of the three batch APIs."""
+        return sum(self.batch.created.values())
 
     @property
     def anthropic_base_url(self) -> str:
@@ -158,7 +174,7 @@ class Simulator(LoopbackServer):
         return 200, {"content-type": "application/json"}, orjson.dumps(render(request, reply, n))
 
 
-_ERROR_TYPES = {404: ("not_found_error", "NOT_FOUND"), 429: ("rate_limit_error", "RESOURCE_EXHAUSTED"),
+_ERROR_TYPES = {400: ("invalid_request_error", "INVALID_ARGUMENT"), 404: ("not_found_error", "NOT_FOUND"), 429: ("rate_limit_error", "RESOURCE_EXHAUSTED"),
                 500: ("api_error", "INTERNAL"), 503: ("overloaded_error", "UNAVAILABLE"),
                 529: ("overloaded_error", "UNAVAILABLE")}
 
@@ -185,12 +201,23 @@ def _make_handler(sim: Simulator) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:  # noqa: N802 - http.server's naming
             length = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(length) if length else b"{}"
+            batched = sim.batch.route("POST", self.path, self.headers, raw)
+            if batched is not None:
+                self._send(*batched)
+                return
             try:
                 body = orjson.loads(raw) if raw else {}
             except orjson.JSONDecodeError:
                 status, headers, payload = _error("openai", 400, "request body is not JSON")
             else:
                 status, headers, payload = sim.handle(self.path, body)
+            self._send(status, headers, payload)
+
+        def do_GET(self) -> None:  # noqa: N802 - batch status, results and files
+            answer = sim.batch.route("GET", self.path, self.headers, b"")
+            self._send(*(answer or _error("openai", 404, f"no route for GET {self.path}")))
+
+        def _send(self, status: int, headers: dict[str, str], payload: bytes) -> None:
             self.send_response(status)
             for k, v in headers.items():
                 self.send_header(k, v)
