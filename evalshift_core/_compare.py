@@ -175,7 +175,8 @@ def compare(
     for k, v in (providers or {}).items():
         merged.setdefault(k, {}).update(v)
     template = cfg.template_for(examples[0].prompt_id if examples else None)
-    options = {"source_repeats": cfg.replay.source_repeats, **dict(run_options or {})}
+    options = {"source_repeats": cfg.replay.source_repeats, "batch_policy": cfg.replay.batch_policy(),
+               **({"batch": True} if cfg.replay.batch else {}), **dict(run_options or {})}
     result = run(examples, source=source, target=target, base=base, suite_name=suite_name,
                  providers=merged, template=template, **options)
     check_sides(result.run_id, result.calls)  # a side that never answered is an error, not a verdict

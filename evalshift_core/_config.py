@@ -93,6 +93,19 @@ class Replay(BaseModel):
     """Replays of the source model per example. Two or more give every drift comparison an A/A
     baseline (the source's own run-to-run variability) where the suite's recordings cannot, at the
     cost of the extra source calls."""
+    batch: bool = False
+    """Replay through the providers' batch APIs (OpenAI Batch, Anthropic Message Batches, Gemini
+    batch mode): about half the price, results within the providers' 24-hour window.
+    ``evalshift run/compare --batch`` turns it on for one run."""
+    batch_poll_s: float = Field(default=5.0, gt=0, le=3600)
+    """Seconds before a submitted batch is first polled; each later poll waits 1.5x longer, up to
+    a minute."""
+
+    def batch_policy(self) -> Any:
+        """How ``run`` polls its batches."""
+        from ._batch import BatchPolicy
+
+        return BatchPolicy(poll_s=self.batch_poll_s)
 
 
 def _default_evaluators() -> dict[str, Any]:
@@ -117,7 +130,7 @@ class Config(BaseModel):
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Per-provider client settings, e.g. ``openai: {base_url: ..., api_key: ...}``."""
     replay: Replay = Field(default_factory=Replay)
-    """How the suite is replayed (``source_repeats``)."""
+    """How the suite is replayed (``source_repeats``, ``batch``)."""
     _tools_dir: Path | None = PrivateAttr(default=None)
 
     @property

@@ -188,10 +188,10 @@ def _max_tokens(config: Mapping[str, Any]) -> int | None:
     return None
 
 
-def estimate_cost(units: list[Unit], prices: PriceTable, cache: ResponseCache | None
+def estimate_cost(units: list[Unit], prices: PriceTable, cache: ResponseCache | None, *, batch: bool = False
                   ) -> tuple[float, int, set[str]]:
     """Pre-flight: (USD, calls, models without a price), one call per replayed round; requests
-    already in the cache are free."""
+    already in the cache are free. ``batch=True`` prices the calls through the batch APIs."""
     total, calls, unpriced = 0.0, 0, set()
     for unit in units:
         cap = _max_tokens(unit.example.generation_config)
@@ -200,7 +200,7 @@ def estimate_cost(units: list[Unit], prices: PriceTable, cache: ResponseCache | 
             if cache is not None and cache.has(request, unit.sample):
                 continue
             calls += 1
-            cost = prices.cost(str(unit.model), request.size_chars() // 4, out_tokens)
+            cost = prices.cost(str(unit.model), request.size_chars() // 4, out_tokens, batch=batch)
             if cost is None:
                 unpriced.add(str(unit.model))
             else:
@@ -468,6 +468,8 @@ def run(
     retry: RetryPolicy | None = None,
     retry_errors: bool = False,
     source_repeats: int = 1,
+    batch: bool | None = None,
+    batch_policy: Any = None,
 ) -> RunResult:
     """Replay ``examples`` through ``source`` and ``target``; write ``raw.jsonl`` and ``run.json``.
 
@@ -481,6 +483,11 @@ def run(
     ``rate_limits`` maps a provider (or ``provider:NAME``) to requests per minute; a
     ``providers:`` entry may also carry ``rpm`` and ``max_concurrency``. ``retry_errors=True``
     on a resume replays the rows that failed (``round k/n: ...``) instead of keeping them.
+
+    ``batch=True`` sends the requests through the providers' batch APIs at their batch prices
+    (see ``_batch.py``; ``batch_policy``, a ``BatchPolicy``, says how often to poll). A resumed
+    run keeps the mode it was started in unless ``batch`` says otherwise, and polls its batches
+    instead of submitting them again.
     """
     if concurrency < 1:
         raise ReplayError("concurrency must be at least 1")
@@ -499,6 +506,8 @@ def run(
         stored = [row.get("id") for _, row in iter_jsonl(out / "examples.jsonl")]
         if stored != [e.id for e in examples]:
             raise ReplayError(f"run {run_id} was started on a different set of examples; start a new run instead")
+    if batch is None:
+        batch = resuming and manifest.get("replay") == "batch"
     done_rows = _read_rows(out / "raw.jsonl") if resuming and out is not None else []
     if retry_errors and any(c.error for c in done_rows):
         assert out is not None
@@ -537,7 +546,14 @@ def run(
 
     price_table = load_prices(base, prices)
     cache = ResponseCache(base)
-    estimate, n_calls, unpriced = estimate_cost(units, price_table, cache if use_cache else None)
+    online_estimate, n_calls, unpriced = estimate_cost(units, price_table, cache if use_cache else None)
+    batch_estimate = estimate_cost(units, price_table, cache if use_cache else None, batch=True)[0]
+    estimate = batch_estimate if batch else online_estimate
+    if progress and units:
+        from ._batch import preflight_line
+
+        print(preflight_line(n_calls, online_estimate, batch_estimate, unpriced, batch_mode=bool(batch)),
+              file=sys.stderr)
     if max_cost is not None:
         if unpriced:
             raise ReplayError(f"cannot check --max-cost: no price for {', '.join(sorted(unpriced))}; add it to "
@@ -563,7 +579,11 @@ def run(
         atomic_write_jsonl(out / "examples.jsonl", (e.model_dump(mode="json", exclude_none=True) for e in examples))
         raw.write_bytes(b"")
     manifest.update({"status": "running", "concurrency": concurrency, "estimated_cost_usd": round(estimate, 6),
+                     "estimated_online_cost_usd": round(online_estimate, 6),
+                     "estimated_batch_cost_usd": round(batch_estimate, 6),
                      "planned_model_calls": n_calls, "unpriced_models": sorted(unpriced)})
+    if batch:
+        manifest["replay"] = "batch"
     if source_repeats > 1 or "source_repeats" in manifest:
         manifest["source_repeats"] = max(source_repeats, int(manifest.get("source_repeats") or 1))
     if resuming:
@@ -572,11 +592,14 @@ def run(
 
     replayer = _Replayer(prices=price_table, cache=cache, use_cache=use_cache, retry=retry or RetryPolicy(),
                          gates=gates)
-    bar = _progress(len(units) + len(done_rows), len(done_rows), run_id, progress and bool(units))
-    try:
-        _run_sync(_execute(units, replayer, raw, concurrency, bar))
-    finally:
-        bar.close()
+    if batch:
+        _replay_in_batches(units, replayer, raw, out, manifest, examples, batch_policy, progress)
+    else:
+        bar = _progress(len(units) + len(done_rows), len(done_rows), run_id, progress and bool(units))
+        try:
+            _run_sync(_execute(units, replayer, raw, concurrency, bar))
+        finally:
+            bar.close()
 
     # Per example: the source's replays in order, then the target (what evaluate_run reads in place).
     position = {e.id: i for i, e in enumerate(examples)}
@@ -595,6 +618,29 @@ def run(
     return RunResult(run_id=run_id, run_dir=out, calls=calls, manifest=manifest, estimated_cost_usd=estimate,
                      spent_usd=replayer.tally.spent, requests=replayer.tally.requests,
                      cache_hits=replayer.tally.cache_hits, resumed_rows=len(done_rows))
+
+
+def _replay_in_batches(units: list[Unit], replayer: _Replayer, raw: Path, out: Path, manifest: dict[str, Any],
+                       examples: list[Example], policy: Any, progress: bool) -> None:
+    """Replay through the providers' batch APIs; run.json records each batch as it changes."""
+    from ._batch import BatchPolicy, execute, progress_bar
+
+    def record(batches: list[dict[str, Any]]) -> None:
+        manifest["batches"] = batches
+        atomic_write_json(out / "run.json", manifest)
+
+    run_id = str(manifest["run_id"])
+    bar = progress_bar(units, run_id, progress and bool(units))
+    try:
+        _run_sync(execute(units, replayer, raw, run_dir=out, run_id=run_id,
+                          positions={e.id: i for i, e in enumerate(examples)},
+                          policy=policy or BatchPolicy(), on_change=record, bar=bar))
+    except KeyboardInterrupt:
+        print(f"\nthe batches submitted keep running at the providers; `evalshift run --resume {run_id}` "
+              "collects them without submitting again", file=sys.stderr)
+        raise
+    finally:
+        bar.close()
 
 
 def load_run(base: str | os.PathLike[str], run_id: str) -> tuple[dict[str, Any], list[Example], list[Call]]:
