@@ -779,6 +779,14 @@ def _cache_note(run: Mapping[str, Any]) -> str:
     return f" · <span id='cache-note'{cls}>{_e(line)}</span>"
 
 
+def _batch_note(run: Mapping[str, Any]) -> str:
+    """`` · replayed through batch APIs`` for a run replayed at batch prices."""
+    from ._batch import report_note
+
+    note = report_note(run)
+    return f" · <span id='batch-note'>{_e(note)}</span>" if note else ""
+
+
 def _banner_html(banners: list[Mapping[str, str]]) -> str:
     return "".join(
         f"<div class='banner' role='note'><strong>{_e(b.get('title'))}</strong>"
@@ -835,7 +843,7 @@ def render_html(report: Mapping[str, Any]) -> str:
         "<a class='skip' href='#h-examples'>Skip to examples</a>",
         f"<header><p class='brand'>EvalShift</p><p class='muted'><code>{_e(source)}</code> → <code>{_e(target)}</code>"
         f" · suite {_e(run.get('suite') or '—')} · run <code>{_e(run.get('run_id'))}</code>"
-        f" · {_e(run.get('created') or '')}{_cache_note(run)}</p></header><main>",
+        f" · {_e(run.get('created') or '')}{_cache_note(run)}{_batch_note(run)}</p></header><main>",
         f"<section class='verdict verdict-{_e(verdict)}' aria-labelledby='h-verdict'>"
         f"<h1 id='h-verdict'><span class='badge'>{_e(verdict.upper())}</span> Migration verdict</h1>"
         f"<p id='headline' class='headline'>{_e(report.get('headline') or verdict.upper())}</p>"
