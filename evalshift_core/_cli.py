@@ -58,9 +58,11 @@ def _config(path: str | None) -> Any:
 
 
 def _run_options(concurrency: int | None, max_cost: float | None, no_cache: bool,
-                 source_repeats: int | None = None) -> dict[str, Any]:
+                 source_repeats: int | None = None, batch: bool = False) -> dict[str, Any]:
     """The replay options the user set, as :func:`evalshift_core.run` keywords."""
     options: dict[str, Any] = {}
+    if batch:
+        options["batch"] = True
     if source_repeats is not None:
         options["source_repeats"] = source_repeats
     if concurrency is not None:
@@ -254,6 +256,9 @@ def gate_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def run_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option("--batch", is_flag=True,
+                      help="Replay through the providers' batch APIs: about half the price, results within "
+                           "their 24-hour window (default: replay.batch).")(fn)
     fn = click.option("--source-repeats", type=click.IntRange(1, 20), default=None, metavar="N",
                       help="Replay the source N times per example: the A/A baseline of the drift "
                            "comparisons where recordings cannot serve (default: replay.source_repeats, 1).")(fn)
@@ -397,29 +402,50 @@ def capture_promote(files: tuple[str, ...], base: str, suite_name: str | None, r
 @click.option("--suite", "suite_file", default=None, metavar="FILE", help="A suite file instead.")
 @click.option("--from", "source", default=None, metavar="MODEL", help="Source model (default: defaults.source_model).")
 @click.option("--to", "target", default=None, metavar="MODEL", help="Target model (default: defaults.target_model).")
+@click.option("--resume", "resume_id", default=None, metavar="RUN",
+              help="Finish an interrupted run: its suite and models come from the run folder; batches it "
+                   "submitted are polled, not submitted again.")
+@click.option("--status", "status_id", default=None, metavar="RUN",
+              help="Show a run's progress (rows written, each batch's state) and exit.")
 @run_options
 @config_option
 @base_option
 @json_option
-def run(suite_name: str | None, suite_file: str | None, source: str | None, target: str | None, run_id: str | None,
-        concurrency: int | None, max_cost: float | None, no_cache: bool, source_repeats: int | None,
-        config_path: str | None, base: str, as_json: bool) -> None:
+def run(suite_name: str | None, suite_file: str | None, source: str | None, target: str | None,
+        resume_id: str | None, status_id: str | None, run_id: str | None, concurrency: int | None,
+        max_cost: float | None, no_cache: bool, source_repeats: int | None, batch: bool, config_path: str | None,
+        base: str, as_json: bool) -> None:
     """Replay a suite through the source and the target model (writes raw.jsonl).
 
     \b
     Example:
       evalshift run --suite-name support --from openai:gpt-4o --to openai:gpt-4.1-mini
+      evalshift run --suite-name support --to openai:gpt-4.1-mini --batch   # half price, within 24 h
+      evalshift run --status <run-id>  # progress of a (batch) run
+      evalshift run --resume <run-id>  # finish an interrupted run
       evalshift evaluate <run-id>      # then score it
     """
     from . import _run
     from ._tools_file import apply_prompt_tools
 
     cfg = _config(config_path)
-    source, target = _models(cfg, source, target)
-    name, examples = _suite_examples(base, suite_name, suite_file)
-    options = _run_options(concurrency, max_cost, no_cache, source_repeats)
+    if status_id is not None:
+        _print_status(base, status_id, cfg, as_json)
+        return
+    options = _run_options(concurrency, max_cost, no_cache, source_repeats, batch or cfg.replay.batch)
+    options["batch_policy"] = cfg.replay.batch_policy()
+    if resume_id is not None:
+        if run_id is not None and run_id != resume_id:
+            raise EvalShiftError("--resume and --run-id name different runs; pass one")
+        manifest, examples = _resumable(base, resume_id)
+        run_id, name = resume_id, str(manifest.get("suite") or resume_id)
+        source, target = _models(cfg, source or manifest.get("source_model"), target or manifest.get("target_model"))
+        options.setdefault("source_repeats", int(manifest.get("source_repeats") or 1))
+    else:
+        source, target = _models(cfg, source, target)
+        name, examples = _suite_examples(base, suite_name, suite_file)
+        examples = apply_prompt_tools(examples, cfg, config_dir=cfg.tools_dir or Path.cwd())
     options.setdefault("source_repeats", cfg.replay.source_repeats)
-    examples = apply_prompt_tools(examples, cfg, config_dir=cfg.tools_dir or Path.cwd())
     template = cfg.template_for(examples[0].prompt_id if examples else None)
     progress(f"replaying {len(examples)} examples of {name}: {source} -> {target} ...")
     result = _run.run(examples, source=source, target=target, base=base, suite_name=name, providers=cfg.providers,
@@ -430,13 +456,43 @@ def run(suite_name: str | None, suite_file: str | None, source: str | None, targ
     payload = {"run_id": result.run_id, "run_dir": str(result.run_dir), "examples": len(examples),
                "calls": len(calls), "errors": sum(1 for c in calls if getattr(c, "error", None)),
                "cached_calls": result.manifest.get("cached_calls"), "model_calls": result.manifest.get("model_calls")}
+    if result.manifest.get("replay") == "batch":
+        payload["batches"] = result.manifest.get("batches") or []
     if as_json:
         emit_json(payload)
     else:
         cached = _cache_line(result.manifest)
-        click.echo(f"replayed {payload['examples']} examples ({payload['errors']} failed calls"
+        how = f" through batch APIs ({len(payload['batches'])} batches)" if "batches" in payload else ""
+        click.echo(f"replayed {payload['examples']} examples{how} ({payload['errors']} failed calls"
                    f"{'; ' + cached if cached else ''})")
         click.echo(f"Run id: {result.run_id}")
+
+
+def _resumable(base: str, run_id: str) -> tuple[dict[str, Any], list[Any]]:
+    """A run's manifest and the examples it was started on (tools already resolved)."""
+    import orjson
+
+    from ._io import iter_jsonl
+    from ._models import Example
+    from ._run import run_dir_for
+
+    run_dir = run_dir_for(base, run_id)
+    if not (run_dir / "run.json").exists():
+        raise EvalShiftError(f"no run {run_id!r} under {Path(base) / 'runs'}")
+    manifest = orjson.loads((run_dir / "run.json").read_bytes())
+    examples = [Example.model_validate(row) for _, row in iter_jsonl(run_dir / "examples.jsonl", what="example")]
+    return manifest, examples
+
+
+def _print_status(base: str, run_id: str, cfg: Any, as_json: bool) -> None:
+    from ._batch import status, status_lines
+
+    info = status(base, run_id, cfg.providers)
+    if as_json:
+        emit_json(info)
+    else:
+        for line in status_lines(info):
+            click.echo(line)
 
 
 def _evaluate(base: str, run_id: str, cfg: Any) -> tuple[Path, Any, Path]:
@@ -485,7 +541,7 @@ def evaluate(run_id: str, config_path: str | None, base: str, fail_on_regression
 @json_option
 def compare(suite_name: str | None, suite_file: str | None, target: str | None, source: str | None,
             open_report: bool, run_id: str | None, concurrency: int | None, max_cost: float | None,
-            no_cache: bool, source_repeats: int | None, config_path: str | None, base: str,
+            no_cache: bool, source_repeats: int | None, batch: bool, config_path: str | None, base: str,
             fail_on_regression: bool, fail_on_inconclusive: bool, junit: str | None, as_json: bool) -> None:
     """Run + evaluate + analyse + report: is the candidate safe to ship?
 
@@ -494,13 +550,14 @@ def compare(suite_name: str | None, suite_file: str | None, target: str | None, 
       evalshift compare --suite-name support --to openai:gpt-4.1-mini --open
       evalshift compare --suite-name support --to claude-sonnet-4-6 --fail-on-regression --junit out.xml
       evalshift compare --suite-name support --to openai:gpt-4.1-mini --no-cache   # fresh samples
+      evalshift compare --suite-name support --to openai:gpt-4.1-mini --batch      # at batch prices
     """
     from . import _compare
 
     cfg = _config(config_path)
     source, target = _models(cfg, source, target)
     name, examples = _suite_examples(base, suite_name, suite_file)
-    options = _run_options(concurrency, max_cost, no_cache, source_repeats)
+    options = _run_options(concurrency, max_cost, no_cache, source_repeats, batch)
     if run_id is not None:
         options["run_id"] = run_id
     suite: Any = name if suite_name else Path(suite_file or name)  # compare() applies tools_path
@@ -699,7 +756,10 @@ def cache_clear(base: str, as_json: bool) -> None:
               help="Noise preset for every model, over its own profile's tool lists ('none': scripted replies).")
 @click.option("--noise-seed", "noise_seed", default=None, type=int, metavar="N",
               help="Seed of every model's noise (the same seed answers the same requests the same way).")
-def simulator(host: str, port: int, scripts_file: str | None, noise: str | None, noise_seed: int | None) -> None:
+@click.option("--batch-delay", "batch_delay", default=0.0, type=click.FloatRange(min=0), metavar="SECONDS",
+              show_default=True, help="How long a batch submitted to the simulated batch APIs takes to end.")
+def simulator(host: str, port: int, scripts_file: str | None, noise: str | None, noise_seed: int | None,
+              batch_delay: float) -> None:
     """Serve scripted models on the OpenAI wire format until interrupted (Ctrl-C).
 
     \b
@@ -719,7 +779,7 @@ def simulator(host: str, port: int, scripts_file: str | None, noise: str | None,
     else:
         scripts = load_script_file(scripts_file)
     try:
-        sim = Simulator(scripts, host=host, port=port, noise=noise, noise_seed=noise_seed)
+        sim = Simulator(scripts, host=host, port=port, noise=noise, noise_seed=noise_seed, batch_delay_s=batch_delay)
     except OSError as exc:
         raise EvalShiftError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
     stop = threading.Event()
