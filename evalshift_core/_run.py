@@ -22,6 +22,7 @@ import orjson
 from ._cache import ResponseCache
 from ._exceptions import EvalShiftError, InputError, ReplayError, RunNotFoundError
 from ._io import atomic_write_json, atomic_write_jsonl, iter_jsonl
+from ._lock import run_lock
 from ._models import (
     SCHEMA_VERSION,
     Call,
@@ -559,7 +560,8 @@ def run(
             raise ReplayError(f"cannot check --max-cost: no price for {', '.join(sorted(unpriced))}; add it to "
                               f"{Path(base) / 'prices.json'} as {{\"provider:model\": {{\"input\": USD/1M, \"output\": USD/1M}}}}")
         if estimate > max_cost:
-            raise ReplayError(f"estimated cost {_usd(estimate)} for {n_calls} model calls is above --max-cost "
+            how = " through batch APIs" if batch else ""
+            raise ReplayError(f"estimated cost {_usd(estimate)}{how} for {n_calls} model calls is above --max-cost "
                               f"{_usd(max_cost)}; nothing was sent")
 
     run_id = run_id or new_run_id()
@@ -587,6 +589,8 @@ def run(
     if source_repeats > 1 or "source_repeats" in manifest:
         manifest["source_repeats"] = max(source_repeats, int(manifest.get("source_repeats") or 1))
     if resuming:
+        with run_lock(out, run_id):  # refused before touching run.json when another process holds it
+            pass
         manifest.setdefault("resumed", []).append(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     atomic_write_json(out / "run.json", manifest)
 
@@ -597,7 +601,8 @@ def run(
     else:
         bar = _progress(len(units) + len(done_rows), len(done_rows), run_id, progress and bool(units))
         try:
-            _run_sync(_execute(units, replayer, raw, concurrency, bar))
+            with run_lock(out, run_id):
+                _run_sync(_execute(units, replayer, raw, concurrency, bar))
         finally:
             bar.close()
 
@@ -632,9 +637,10 @@ def _replay_in_batches(units: list[Unit], replayer: _Replayer, raw: Path, out: P
     run_id = str(manifest["run_id"])
     bar = progress_bar(units, run_id, progress and bool(units))
     try:
-        _run_sync(execute(units, replayer, raw, run_dir=out, run_id=run_id,
-                          positions={e.id: i for i, e in enumerate(examples)},
-                          policy=policy or BatchPolicy(), on_change=record, bar=bar))
+        with run_lock(out, run_id):
+            _run_sync(execute(units, replayer, raw, run_dir=out, run_id=run_id,
+                              positions={e.id: i for i, e in enumerate(examples)},
+                              policy=policy or BatchPolicy(), on_change=record, bar=bar))
     except KeyboardInterrupt:
         print(f"\nthe batches submitted keep running at the providers; `evalshift run --resume {run_id}` "
               "collects them without submitting again", file=sys.stderr)

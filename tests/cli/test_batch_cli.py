@@ -57,6 +57,10 @@ def test_a_batch_run_killed_after_submission_resumes_without_submitting_again(tm
                 break
             time.sleep(0.02)
         assert child.poll() is None, child.stderr.read().decode() if child.stderr else ""
+        # while it waits, a second replay of the run is refused: it would write every row twice
+        twice = _cli("run", "--resume", "r1", cwd=tmp_path)
+        assert twice.returncode == 1 and "run r1 is being replayed by another process" in twice.stderr
+        assert sim.batches_created == 2
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
         assert sim.batches_created == 2
