@@ -67,8 +67,11 @@ evaluators:
 # (divergence, tool_arguments against the source, ...) are tested against the source's own
 # run-to-run drift; examples promoted from captures of the source model get that baseline free
 # from their recording, the others need a second source run (one more call per example):
+# `batch: true` sends every replay through the providers' batch APIs: half the price, results
+# within their 24-hour window (`evalshift run/compare --batch` does it for one run):
 # replay:
 #   source_repeats: 2
+#   batch: true
 
 # Optional — provider client settings; environment variables (OPENAI_BASE_URL,
 # ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL, *_API_KEY) work as well:
