@@ -130,10 +130,12 @@ def main() -> None:
     parser.add_argument("--suites", type=int, default=200)
     parser.add_argument("--examples", type=int, default=200)
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--baseline", choices=["recording", "source_repeats"], action="append",
+                        help="Measure only with this A/A baseline (repeatable; default: both).")
     args = parser.parse_args()
     print(f"{args.suites} seeded suites of {args.examples} examples each, every round replayed; "
           f"evaluators: {', '.join(CONFIG)} (drift and conformance)")
-    for baseline in ("recording", "source_repeats"):
+    for baseline in args.baseline or ("recording", "source_repeats"):
         for label, target, first_seed in (("A/A false-fail rate", SOURCE, 1_000), ("power", REGRESSION, 2_000)):
             t0 = time.perf_counter()
             verdicts = measure(args.suites, args.examples, target, baseline, args.workers, first_seed)
