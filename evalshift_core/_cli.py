@@ -65,7 +65,7 @@ def _suite_examples(base: str, suite_name: str | None, suite_file: str | None) -
         path = Path(suite_file)
         if not path.exists():
             raise EvalShiftError("suite file not found", file=str(path))
-        return path.stem, load_suite(path)
+        return path.stem, _load_suite_reporting(load_suite, path)
     if not suite_name:
         raise EvalShiftError("name a suite with --suite-name NAME (or --suite FILE.jsonl)")
     path = suite_path(base, suite_name)
@@ -73,7 +73,21 @@ def _suite_examples(base: str, suite_name: str | None, suite_file: str | None) -
         known = sorted(p.stem for p in (Path(base) / "suites").glob("*.jsonl"))
         hint = f" (suites here: {', '.join(known)})" if known else " (run `evalshift capture sync` first)"
         raise EvalShiftError(f"no suite {suite_name!r} at {path}{hint}")
-    return suite_name, load_suite(path)
+    return suite_name, _load_suite_reporting(load_suite, path)
+
+
+def _load_suite_reporting(load_suite: Callable[..., list[Any]], path: Path) -> list[Any]:
+    """The suite's valid examples; each bad line is reported (file:line: field: why) and left out."""
+    bad: list[EvalShiftError] = []
+
+    def report(error: EvalShiftError) -> None:
+        bad.append(error)
+        progress(f"warning: {_one_line(str(error))} (line skipped)")
+
+    examples = load_suite(path, on_bad_line=report)
+    if bad and not examples:
+        raise EvalShiftError(f"no valid example: all {len(bad)} line(s) are bad; first: {bad[0]}")
+    return examples
 
 
 def _models(cfg: Any, source: str | None, target: str | None) -> tuple[str, str]:
@@ -208,7 +222,17 @@ def run_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                       help="Refuse to start when the estimated cost is above this.")(fn)
     fn = click.option("--concurrency", type=click.IntRange(min=1), default=None, metavar="N",
                       help="Model calls in flight at once.")(fn)
-    return click.option("--run-id", default=None, help="Use this run id (resumes an interrupted run).")(fn)
+    return click.option("--run-id", default=None, callback=_safe_run_id,
+                        help="Use this run id (resumes an interrupted run).")(fn)
+
+
+def _safe_run_id(_ctx: Any, _param: Any, value: str | None) -> str | None:
+    """A run id becomes a folder name: refused before anything starts when it is not a safe one."""
+    if value is not None:
+        from ._paths import check_name
+
+        check_name(value, what="run id", field="run_id")
+    return value
 
 
 # -- the commands -----------------------------------------------------------------------------------
@@ -442,7 +466,8 @@ def compare(suite_name: str | None, suite_file: str | None, target: str | None, 
     suite: Any = name if suite_name else Path(suite_file or name)  # compare() applies tools_path
     progress(f"comparing {source} -> {target} on {len(examples)} examples of {name} ...")
     comparison = _compare.compare(suite, source=source, target=target, config=cfg, out_dir=base,
-                                  run_options=options or None)
+                                  run_options=options or None,
+                                  on_bad_line=lambda _error: None)  # _suite_examples reported them
     warn_failed_calls(comparison.run_dir)
     payload = verdict_payload(comparison.run_id, comparison.run_dir, comparison.analysis, comparison.report_path)
     if open_report:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ._analysis import Analysis, Regression, analyze
 from ._config import Config
+from ._exceptions import InputError
 from ._io import atomic_write_json, atomic_write_jsonl
 from ._models import Call, Example
 from ._report import build_report, write_report
@@ -68,6 +69,7 @@ def compare(
     out_dir: str | os.PathLike[str] | None = None,
     providers: Mapping[str, Mapping[str, Any]] | None = None,
     run_options: Mapping[str, Any] | None = None,
+    on_bad_line: Callable[[InputError], None] | None = None,
 ) -> Comparison:
     """Replay ``suite`` through both models, score, analyse and write the report.
 
@@ -75,6 +77,8 @@ def compare(
     ``out_dir`` is the base folder (default ``.evalshift``); ``run_options`` go to :func:`run`.
     Examples without a toolset get their prompt's ``tools_path`` tools, read relative to the
     config file's folder (``load_config``) or else the current directory.
+    ``on_bad_line`` makes a bad suite line one report (an InputError naming file, line and
+    field) instead of an error: the valid examples are compared (see :func:`load_suite`).
     """
     cfg = config if isinstance(config, Config) else Config.model_validate(dict(config or {}))
     base = Path(out_dir or DEFAULT_BASE)
@@ -88,7 +92,7 @@ def compare(
             path = suite_path(base, suite_name)
         else:
             suite_name = path.stem
-        examples = load_suite(path)
+        examples = load_suite(path, on_bad_line=on_bad_line)
     # A prompt's tools_path gives its examples that carry no toolset their tools (seed 000).
     examples = apply_prompt_tools(examples, cfg, config_dir=cfg.tools_dir or ".")
     merged = {k: dict(v) for k, v in cfg.providers.items()}

@@ -10,36 +10,31 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
 from pydantic import ValidationError
 
 from ._exceptions import ConfigError
+from ._limits import MAX_TEXT_BYTES, load_json, load_yaml
 from ._models import Example, Tool, Toolset
 
 
-def _json_line(text: str, pos: int) -> int:
-    return text.count("\n", 0, max(0, pos)) + 1
-
-
 def _parse(text: str, file: str) -> tuple[Any, Any]:
-    """The file's value plus, for YAML, its composed node tree (for line numbers)."""
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
-
+    """The file's value plus, for YAML, its composed node tree (for line numbers); both parsed
+    under the depth, size and number limits."""
     if file.lower().endswith(".json"):
-        try:
-            return orjson.loads(text), None
-        except orjson.JSONDecodeError as exc:
-            raise ConfigError(f"not valid JSON: {exc.msg}", file=file, line=_json_line(text, exc.pos)) from exc
+        value = load_json(text, file=file, what="JSON", error=ConfigError, max_bytes=MAX_TEXT_BYTES)
+        return value, _json_nodes(text)
     # YAML is a superset of JSON, so any other extension reads as YAML.
+    return load_yaml(text, file=file)
+
+
+def _json_nodes(text: str) -> Any:
+    """JSON text composed as YAML flow nodes, only for line numbers (None where YAML differs)."""
+    from ruamel.yaml import YAML
+
     try:
-        return YAML(typ="safe", pure=True).load(text), YAML(typ="rt").compose(text)
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        raise ConfigError(f"not valid YAML: {exc.problem or exc.context}", file=file,
-                          line=mark.line + 1 if mark else None) from exc
-    except YAMLError as exc:
-        raise ConfigError(f"not valid YAML: {exc}", file=file) from exc
+        return YAML(typ="rt").compose(text)
+    except Exception:  # noqa: BLE001 - line numbers are a courtesy; the value is already parsed
+        return None
 
 
 def _item_line(root: Any, wrapped: bool, index: int) -> int | None:
