@@ -66,7 +66,7 @@ class Span:
 
     @property
     def name(self) -> str:
-        return self.raw.get("name", "")
+        return self.raw.get("name") or ""  # null is an unset name
 
     @property
     def start(self) -> int:

@@ -58,14 +58,15 @@ def _run_options(concurrency: int | None, max_cost: float | None, no_cache: bool
     return options
 
 
-def _suite_examples(base: str, suite_name: str | None, suite_file: str | None) -> tuple[str, list[Any]]:
-    from ._suite import load_suite, suite_path
+def _suite_examples(base: str, suite_name: str | None, suite_file: str | None, cfg: Any = None
+                    ) -> tuple[str, list[Any]]:
+    from ._suite import suite_path
 
     if suite_file:
         path = Path(suite_file)
         if not path.exists():
             raise EvalShiftError("suite file not found", file=str(path))
-        return path.stem, _load_suite_reporting(load_suite, path)
+        return path.stem, _load_suite_reporting(path, base, cfg)
     if not suite_name:
         raise EvalShiftError("name a suite with --suite-name NAME (or --suite FILE.jsonl)")
     path = suite_path(base, suite_name)
@@ -73,21 +74,17 @@ def _suite_examples(base: str, suite_name: str | None, suite_file: str | None) -
         known = sorted(p.stem for p in (Path(base) / "suites").glob("*.jsonl"))
         hint = f" (suites here: {', '.join(known)})" if known else " (run `evalshift capture sync` first)"
         raise EvalShiftError(f"no suite {suite_name!r} at {path}{hint}")
-    return suite_name, _load_suite_reporting(load_suite, path)
+    return suite_name, _load_suite_reporting(path, base, cfg)
 
 
-def _load_suite_reporting(load_suite: Callable[..., list[Any]], path: Path) -> list[Any]:
-    """The suite's valid examples; each bad line is reported (file:line: field: why) and left out."""
-    bad: list[EvalShiftError] = []
+def _load_suite_reporting(path: Path, base: str, cfg: Any) -> list[Any]:
+    """The suite's replayable examples; each bad line is reported (file:line: field: why)."""
+    from ._preflight import replayable_examples
 
     def report(error: EvalShiftError) -> None:
-        bad.append(error)
         progress(f"warning: {_one_line(str(error))} (line skipped)")
 
-    examples = load_suite(path, on_bad_line=report)
-    if bad and not examples:
-        raise EvalShiftError(f"no valid example: all {len(bad)} line(s) are bad; first: {bad[0]}")
-    return examples
+    return replayable_examples(path, base=base, config=cfg, on_bad_line=report)
 
 
 def _models(cfg: Any, source: str | None, target: str | None) -> tuple[str, str]:
@@ -303,7 +300,7 @@ def _sync_payload(result: Any) -> dict[str, Any]:
 
 def _print_sync(payload: Mapping[str, Any], as_json: bool) -> None:
     for warning in payload["warnings"]:
-        progress(f"warning: {warning}")
+        progress(f"warning: {_one_line(warning)}")
     if as_json:
         emit_json(payload)
         return
@@ -384,7 +381,7 @@ def run(suite_name: str | None, suite_file: str | None, source: str | None, targ
 
     cfg = _config(config_path)
     source, target = _models(cfg, source, target)
-    name, examples = _suite_examples(base, suite_name, suite_file)
+    name, examples = _suite_examples(base, suite_name, suite_file, cfg)
     options = _run_options(concurrency, max_cost, no_cache)
     examples = apply_prompt_tools(examples, cfg, config_dir=cfg.tools_dir or Path.cwd())
     template = cfg.template_for(examples[0].prompt_id if examples else None)
@@ -459,15 +456,14 @@ def compare(suite_name: str | None, suite_file: str | None, target: str | None, 
 
     cfg = _config(config_path)
     source, target = _models(cfg, source, target)
-    name, examples = _suite_examples(base, suite_name, suite_file)
+    name, examples = _suite_examples(base, suite_name, suite_file, cfg)
     options = _run_options(concurrency, max_cost, no_cache)
     if run_id is not None:
         options["run_id"] = run_id
-    suite: Any = name if suite_name else Path(suite_file or name)  # compare() applies tools_path
     progress(f"comparing {source} -> {target} on {len(examples)} examples of {name} ...")
-    comparison = _compare.compare(suite, source=source, target=target, config=cfg, out_dir=base,
-                                  run_options=options or None,
-                                  on_bad_line=lambda _error: None)  # _suite_examples reported them
+    # The examples _suite_examples kept (it reported the rest); compare() applies tools_path.
+    comparison = _compare.compare(examples, source=source, target=target, config=cfg, out_dir=base,
+                                  run_options=options or None, suite_name=name)
     warn_failed_calls(comparison.run_dir)
     payload = verdict_payload(comparison.run_id, comparison.run_dir, comparison.analysis, comparison.report_path)
     if open_report:
@@ -536,7 +532,7 @@ def tools_sync(python_file: str, prompt_ids: tuple[str, ...], config_path: str |
 
     result = sync_tools(python_file, base=base, config_path=config_path, prompt_ids=list(prompt_ids) or None)
     for warning in result.warnings:
-        progress(f"warning: {warning}")
+        progress(f"warning: {_one_line(warning)}")
     if as_json:
         emit_json(result.as_dict())
         return

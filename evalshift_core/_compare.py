@@ -70,6 +70,7 @@ def compare(
     providers: Mapping[str, Mapping[str, Any]] | None = None,
     run_options: Mapping[str, Any] | None = None,
     on_bad_line: Callable[[InputError], None] | None = None,
+    suite_name: str | None = None,
 ) -> Comparison:
     """Replay ``suite`` through both models, score, analyse and write the report.
 
@@ -78,11 +79,12 @@ def compare(
     Examples without a toolset get their prompt's ``tools_path`` tools, read relative to the
     config file's folder (``load_config``) or else the current directory.
     ``on_bad_line`` makes a bad suite line one report (an InputError naming file, line and
-    field) instead of an error: the valid examples are compared (see :func:`load_suite`).
+    field) instead of an error, and so is an example the replay could not start (an input the
+    template needs, a toolset sidecar): the rest are compared.
+    ``suite_name`` names the suite in run.json when ``suite`` is a list of examples.
     """
     cfg = config if isinstance(config, Config) else Config.model_validate(dict(config or {}))
     base = Path(out_dir or DEFAULT_BASE)
-    suite_name = None
     if isinstance(suite, list):
         examples = suite
     else:
@@ -92,7 +94,12 @@ def compare(
             path = suite_path(base, suite_name)
         else:
             suite_name = path.stem
-        examples = load_suite(path, on_bad_line=on_bad_line)
+        if on_bad_line is None:
+            examples = load_suite(path)
+        else:
+            from ._preflight import replayable_examples
+
+            examples = replayable_examples(path, base=base, config=cfg, on_bad_line=on_bad_line)
     # A prompt's tools_path gives its examples that carry no toolset their tools (seed 000).
     examples = apply_prompt_tools(examples, cfg, config_dir=cfg.tools_dir or ".")
     merged = {k: dict(v) for k, v in cfg.providers.items()}

@@ -128,9 +128,17 @@ def check_value(value: Any, *, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_
 # -- YAML -----------------------------------------------------------------------------------------
 
 
-def _yaml_line(exc: Any) -> int | None:
+def _yaml_error(exc: Exception, text: str, file: str, error: type[EvalShiftError]) -> EvalShiftError:
+    """A YAML error as one line with its line number (a reader error has only a position)."""
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-    return mark.line + 1 if mark is not None else None
+    line = mark.line + 1 if mark is not None else None
+    position = getattr(exc, "position", None)
+    if line is None and isinstance(position, int):
+        line = text.count("\n", 0, max(0, position)) + 1
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or exc
+    if not isinstance(problem, str) and hasattr(exc, "reason"):  # a ReaderError
+        problem = f"{exc.reason}: character {getattr(exc, 'character', '?')!r}"
+    return error(f"not valid YAML: {problem}", file=file, line=line or 1)
 
 
 def _scan_yaml(text: str, file: str, error: type[EvalShiftError], max_depth: int) -> None:
@@ -183,6 +191,10 @@ def _scan_yaml(text: str, file: str, error: type[EvalShiftError], max_depth: int
                     stack[-1][1] += 1
                 continue
             elif kind is T.ScalarToken:
+                if not token.value.isascii() and not _is_utf8(token.value):
+                    # "\ud800" in a double-quoted scalar: no file, JSON or request can carry it
+                    raise error("is not valid Unicode (a lone surrogate)", file=file,
+                                line=token.start_mark.line + 1, field=format_path(path()) or None)
                 if key_next:
                     stack[-1][1] = token.value
                     key_next = False
@@ -196,8 +208,31 @@ def _scan_yaml(text: str, file: str, error: type[EvalShiftError], max_depth: int
                 raise error(f"nests deeper than {max_depth} levels", file=file,
                             line=token.start_mark.line + 1, field=format_path(path()) or None)
     except YAMLError as exc:
-        problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or exc
-        raise error(f"not valid YAML: {problem}", file=file, line=_yaml_line(exc)) from exc
+        raise _yaml_error(exc, text, file, error) from exc
+
+
+def _is_utf8_value(value: Any) -> bool:
+    """No lone surrogate ("\\ud800" in a double-quoted scalar) anywhere in a loaded value."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii() and not _is_utf8(item):
+                return False
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return True
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def node_line(root: Any, path: Sequence[str | int]) -> int | None:
@@ -237,27 +272,33 @@ def load_yaml(
     """Parse YAML under the limits: ``(value, composed node tree or None)``.
 
     Every problem is ``error`` naming ``file``, the line and, for a value past a limit, the field.
+    The loaders recurse per level (pure Python: a RecursionError, never a crash) and refuse an
+    integer past 4,300 digits; an iterative token scan then finds where.
     """
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
     if len(text) > max_bytes:
         raise error(f"larger than {max_bytes // (1024 * 1024)} MiB", file=file)
-    _scan_yaml(text, file, error, max_depth)
     try:
         value = YAML(typ="safe", pure=True).load(text)
         root = YAML(typ="rt").compose(text) if compose else None
     except YAMLError as exc:
-        problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or exc
-        raise error(f"not valid YAML: {problem}", file=file, line=_yaml_line(exc)) from exc
+        raise _yaml_error(exc, text, file, error) from exc
     except (ValueError, TypeError, RecursionError, OverflowError) as exc:
-        # What the constructors let through: a date out of range, a value the tokens hid.
-        raise error(f"not valid YAML: {type(exc).__name__}: {exc}", file=file) from exc
+        # Nesting past the stack or an integer past Python's 4,300 digits: the token scan says
+        # where (it is iterative, and only run here: it costs about as much as the load).
+        _scan_yaml(text, file, error, max_depth)
+        raise error(f"not valid YAML: {type(exc).__name__}: {exc}", file=file, line=1) from exc
     try:
         check_value(value, max_depth=max_depth)
     except LimitError as exc:
-        raise error(exc.message, file=file, line=node_line(root, exc.path),
+        if root is None:  # nested too deeply for the composer: the scan finds the line
+            _scan_yaml(text, file, error, max_depth)
+        raise error(exc.message, file=file, line=node_line(root, exc.path) or 1,
                     field=format_path(exc.path) or None) from exc
+    if not _is_utf8_value(value):
+        _scan_yaml(text, file, error, max_depth)  # names the scalar's line and field
     return value, root
 
 
@@ -290,5 +331,32 @@ def load_json(
     try:
         check_value(value, max_depth=max_depth)
     except LimitError as exc:
-        raise error(exc.message, file=file, line=line, field=format_path(exc.path) or None) from exc
+        at = line if line is not None else _line_past_depth(data, max_depth)
+        raise error(exc.message, file=file, line=at, field=format_path(exc.path) or None) from exc
     return value
+
+
+def _line_past_depth(data: bytes | str, max_depth: int) -> int:
+    """The line of a whole JSON document where nesting first passes ``max_depth`` (line 1 if
+    it never does: then another limit was the reason). Only run on the way to an error."""
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    depth, line, in_string, escaped = 0, 1, False, False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > max_depth:
+                return line
+        elif ch in "]}":
+            depth -= 1
+        if ch == "\n":
+            line += 1
+    return 1

@@ -10,7 +10,7 @@ import os
 import re
 from pathlib import Path
 
-from ._exceptions import InputError
+from ._exceptions import UnsafeNameError
 
 MAX_NAME_CHARS = 128
 """Longest id accepted as a file or folder name, in characters."""
@@ -24,10 +24,6 @@ _NAME = re.compile(r"(?![.\s])[\w.+@= -]+(?<![.\s])")
 # Device names Windows resolves anywhere, with or without an extension.
 _RESERVED = re.compile(r"(?i)(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?")
 _TOOLSET_REF = re.compile(r"sha256:[0-9a-f]{64}")
-
-
-class UnsafeNameError(InputError):
-    """An id that cannot become a path component."""
 
 
 def name_problem(value: object) -> str | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -34,8 +34,14 @@ def load_suite(
     deeply, does not validate, holds a value the replay cannot send (``stop: 1.5``, a history
     part that is a string), or repeats an example id (the message names both lines).
     """
+    return [example for _, example in iter_suite(path, on_bad_line=on_bad_line)]
+
+
+def iter_suite(
+    path: str | os.PathLike[str], *, on_bad_line: Callable[[InputError], None] | None = None
+) -> Iterator[tuple[int, Example]]:
+    """``(line number, example)`` for each valid line of a suite file (see :func:`load_suite`)."""
     file = str(path)
-    examples: list[Example] = []
     first_line: dict[str, int] = {}
     for lineno, example in iter_models(path, Example, what="suite example", max_depth=MAX_DEPTH,
                                        on_bad_line=on_bad_line):
@@ -51,8 +57,7 @@ def load_suite(
             on_bad_line(error)
             continue
         first_line[example.id] = lineno
-        examples.append(example)
-    return examples
+        yield lineno, example
 
 
 def check_example(example: Example) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -210,6 +211,13 @@ def extract_tools(source: str, *, file: str = "<python>") -> list[ExtractedTool]
     every element must be a literal, or the whole sync is refused naming file, line and what was
     computed. Nothing is imported or executed.
     """
+    with warnings.catch_warnings():
+        # The user's own source may hold an invalid escape ("\s"): Python warns, we only read it.
+        warnings.simplefilter("ignore")
+        return _extract_tools(source, file)
+
+
+def _extract_tools(source: str, file: str) -> list[ExtractedTool]:
     check_python_nesting(source, file=file)
     try:
         module = cst.parse_module(source)

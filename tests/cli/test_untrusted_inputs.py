@@ -100,6 +100,8 @@ def test_suite_values_that_crashed_the_replay_are_reported_at_load_and_the_rest_
         {"id": "ok1", "inputs": {"input": "again"}},
         {"id": "ok2", "inputs": {"input": "where is A2?"}, "tools": TOOLS},
         {"id": "ref", "inputs": {"input": "x"}, "toolset_ref": "sha256:../../outside"},
+        {"id": "no-input", "inputs": {"ticket": "x"}},
+        {"id": "no-sidecar", "inputs": {"input": "x"}, "toolset_ref": "sha256:" + "0" * 64},
     ]
     suite.write_text("".join(json.dumps(r) + "\n" for r in rows))
     env = {"OPENAI_BASE_URL": sim.openai_base_url, "OPENAI_API_KEY": "sk-sim"}
@@ -112,6 +114,9 @@ def test_suite_values_that_crashed_the_replay_are_reported_at_load_and_the_rest_
         f"warning: {suite}:3: generation_config.stop: must be a string or a list of strings, not a number (line skipped)",
         f"warning: {suite}:4: id: example id 'ok1' appears twice, on lines 1 and 4 (line skipped)",
         f"warning: {suite}:6: toolset_ref: toolset_ref must be 'sha256:' followed by 64 lowercase hex digits (line skipped)",
+        f"warning: {suite}:7: inputs: example 'no-input': prompt template needs 'input' (line skipped)",
+        f"warning: {suite}:8: toolset_ref: example 'no-sidecar': toolset_ref sha256:{'0' * 64} has no sidecar at "
+        f".evalshift/toolsets/{'0' * 64}.json (line skipped)",
     ]
     run_dir = Path(json.loads(out.stdout)["run_dir"])
     rows_out = [json.loads(line) for line in (tmp_path / run_dir / "raw.jsonl").read_text().splitlines()]
