@@ -156,6 +156,8 @@ TOOL_FILE_CASES = [
      "tools.json:1: not valid JSON: depth limit exceeded"),
     ("tools.json", '[{"name": "a", "input_schema": {"type": "object"}},\n {"name": 5}]',
      "tools.json:2: tools[1]: a tool needs a non-empty string 'name'"),
+    # A character JSON allows and YAML does not: the line is found in the JSON text itself.
+    ("tools.json", '[{"name": "a\x7f"},\n\n {"name": ""}]', "tools.json:3: tools[1]: a tool needs"),
 ]
 
 

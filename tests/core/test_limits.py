@@ -85,6 +85,8 @@ def test_check_value_agrees_with_a_recursive_definition(value):
     ("x:\n  y: .inf\n", "f.yaml:2: x.y: is not a finite number"),
     ("x: [1, 2\n", "f.yaml:2: not valid YAML"),
     ("x: !!python/object:os.system {}\n", "f.yaml:1: not valid YAML"),
+    ("a: 1\nb: \x1f\n", "f.yaml:2: not valid YAML: special characters are not allowed"),
+    ('a:\n  b: "x\\ud800"\n', "f.yaml:2: a.b: is not valid Unicode (a lone surrogate)"),
 ])
 def test_yaml_past_a_limit_is_one_line_with_file_line_field(text, expected):
     with pytest.raises(ConfigError) as info:

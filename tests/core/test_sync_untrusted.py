@@ -113,6 +113,16 @@ def test_one_bad_span_no_longer_blocks_every_sync(recorded, tmp_path):
     assert second.warnings == [] and second.added == 0 and second.unchanged == 1
 
 
+def test_a_span_whose_name_is_null_is_read_as_unnamed(recorded, tmp_path):
+    spans = flat_spans(recorded["good"])
+    for s in spans:
+        if "parentSpanId" in s:
+            s["name"] = None
+    captures = _captures(tmp_path, recorded, a=spans)
+    result = sync(captures, base=captures.parent)
+    assert result.added == 1 and result.quarantined == 0
+
+
 @pytest.mark.parametrize("damaged", [0, 1], ids=["first child", "only other child"])
 def test_a_damaged_span_quarantines_its_turn_even_when_the_root_comes_a_sync_later(recorded, tmp_path, damaged):
     spans = flat_spans(recorded["good" if damaged == 0 else "other"])
