@@ -47,9 +47,12 @@ class ResponseCache:
             data = orjson.loads(path.read_bytes())
         except (OSError, orjson.JSONDecodeError):
             return None  # absent, or torn by a crash: treat as a miss and overwrite later
-        if data.get("cache_version") != CACHE_VERSION:
+        if not isinstance(data, dict) or data.get("cache_version") != CACHE_VERSION:
             return None
-        response = ModelResponse.from_json(data["response"])
+        try:
+            response = ModelResponse.from_json(data["response"])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None  # an entry edited or damaged since: a miss, overwritten by the next put
         response.dropped_params = list(request.dropped_params)
         return response
 

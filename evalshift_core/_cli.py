@@ -74,14 +74,15 @@ def _run_options(concurrency: int | None, max_cost: float | None, no_cache: bool
     return options
 
 
-def _suite_examples(base: str, suite_name: str | None, suite_file: str | None) -> tuple[str, list[Any]]:
-    from ._suite import load_suite, suite_path
+def _suite_examples(base: str, suite_name: str | None, suite_file: str | None, cfg: Any = None
+                    ) -> tuple[str, list[Any]]:
+    from ._suite import suite_path
 
     if suite_file:
         path = Path(suite_file)
         if not path.exists():
             raise EvalShiftError("suite file not found", file=str(path))
-        return path.stem, load_suite(path)
+        return path.stem, _load_suite_reporting(path, base, cfg)
     if not suite_name:
         raise EvalShiftError("name a suite with --suite-name NAME (or --suite FILE.jsonl)")
     path = suite_path(base, suite_name)
@@ -89,7 +90,17 @@ def _suite_examples(base: str, suite_name: str | None, suite_file: str | None) -
         known = sorted(p.stem for p in (Path(base) / "suites").glob("*.jsonl"))
         hint = f" (suites here: {', '.join(known)})" if known else " (run `evalshift capture sync` first)"
         raise EvalShiftError(f"no suite {suite_name!r} at {path}{hint}")
-    return suite_name, load_suite(path)
+    return suite_name, _load_suite_reporting(path, base, cfg)
+
+
+def _load_suite_reporting(path: Path, base: str, cfg: Any) -> list[Any]:
+    """The suite's replayable examples; each bad line is reported (file:line: field: why)."""
+    from ._preflight import replayable_examples
+
+    def report(error: EvalShiftError) -> None:
+        progress(f"warning: {_one_line(str(error))} (line skipped)")
+
+    return replayable_examples(path, base=base, config=cfg, on_bad_line=report)
 
 
 def _models(cfg: Any, source: str | None, target: str | None) -> tuple[str, str]:
@@ -269,7 +280,17 @@ def run_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                       help="Refuse to start when the estimated cost is above this.")(fn)
     fn = click.option("--concurrency", type=click.IntRange(min=1), default=None, metavar="N",
                       help="Model calls in flight at once.")(fn)
-    return click.option("--run-id", default=None, help="Use this run id (resumes an interrupted run).")(fn)
+    return click.option("--run-id", default=None, callback=_safe_run_id,
+                        help="Use this run id (resumes an interrupted run).")(fn)
+
+
+def _safe_run_id(_ctx: Any, _param: Any, value: str | None) -> str | None:
+    """A run id becomes a folder name: refused before anything starts when it is not a safe one."""
+    if value is not None:
+        from ._paths import check_name
+
+        check_name(value, what="run id", field="run_id")
+    return value
 
 
 # -- the commands -----------------------------------------------------------------------------------
@@ -340,7 +361,7 @@ def _sync_payload(result: Any) -> dict[str, Any]:
 
 def _print_sync(payload: Mapping[str, Any], as_json: bool) -> None:
     for warning in payload["warnings"]:
-        progress(f"warning: {warning}")
+        progress(f"warning: {_one_line(warning)}")
     if as_json:
         emit_json(payload)
         return
@@ -443,7 +464,7 @@ def run(suite_name: str | None, suite_file: str | None, source: str | None, targ
         options.setdefault("source_repeats", int(manifest.get("source_repeats") or 1))
     else:
         source, target = _models(cfg, source, target)
-        name, examples = _suite_examples(base, suite_name, suite_file)
+        name, examples = _suite_examples(base, suite_name, suite_file, cfg)
         examples = apply_prompt_tools(examples, cfg, config_dir=cfg.tools_dir or Path.cwd())
     options.setdefault("source_repeats", cfg.replay.source_repeats)
     template = cfg.template_for(examples[0].prompt_id if examples else None)
@@ -556,14 +577,14 @@ def compare(suite_name: str | None, suite_file: str | None, target: str | None, 
 
     cfg = _config(config_path)
     source, target = _models(cfg, source, target)
-    name, examples = _suite_examples(base, suite_name, suite_file)
+    name, examples = _suite_examples(base, suite_name, suite_file, cfg)
     options = _run_options(concurrency, max_cost, no_cache, source_repeats, batch)
     if run_id is not None:
         options["run_id"] = run_id
-    suite: Any = name if suite_name else Path(suite_file or name)  # compare() applies tools_path
     progress(f"comparing {source} -> {target} on {len(examples)} examples of {name} ...")
-    comparison = _compare.compare(suite, source=source, target=target, config=cfg, out_dir=base,
-                                  run_options=options or None)
+    # The examples _suite_examples kept (it reported the rest); compare() applies tools_path.
+    comparison = _compare.compare(examples, source=source, target=target, config=cfg, out_dir=base,
+                                  run_options=options or None, suite_name=name)
     warn_failed_calls(comparison.run_dir)
     payload = verdict_payload(comparison.run_id, comparison.run_dir, comparison.analysis, comparison.report_path,
                               comparison.manifest)
@@ -639,7 +660,7 @@ def tools_sync(python_file: str, prompt_ids: tuple[str, ...], config_path: str |
 
     result = sync_tools(python_file, base=base, config_path=config_path, prompt_ids=list(prompt_ids) or None)
     for warning in result.warnings:
-        progress(f"warning: {warning}")
+        progress(f"warning: {_one_line(warning)}")
     if as_json:
         emit_json(result.as_dict())
         return

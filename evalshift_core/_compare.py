@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ._analysis import Analysis, Regression, analyze
 from ._config import Config
-from ._exceptions import EvalShiftError
+from ._exceptions import EvalShiftError, InputError
 from ._io import atomic_write_json, atomic_write_jsonl
 from ._models import Call, Example
 from ._progress import tracked
@@ -147,6 +147,8 @@ def compare(
     out_dir: str | os.PathLike[str] | None = None,
     providers: Mapping[str, Mapping[str, Any]] | None = None,
     run_options: Mapping[str, Any] | None = None,
+    on_bad_line: Callable[[InputError], None] | None = None,
+    suite_name: str | None = None,
 ) -> Comparison:
     """Replay ``suite`` through both models, score, analyse and write the report.
 
@@ -155,10 +157,13 @@ def compare(
     Examples without a toolset get their prompt's ``tools_path`` tools, read relative to the
     config file's folder (``load_config``) or else the current directory. A run in which every
     call of one side failed raises :class:`ReplayError` with the provider's message.
+    ``on_bad_line`` makes a bad suite line one report (an InputError naming file, line and
+    field) instead of an error, and so is an example the replay could not start (an input the
+    template needs, a toolset sidecar): the rest are compared.
+    ``suite_name`` names the suite in run.json when ``suite`` is a list of examples.
     """
     cfg = config if isinstance(config, Config) else Config.model_validate(dict(config or {}))
     base = Path(out_dir or DEFAULT_BASE)
-    suite_name = None
     if isinstance(suite, list):
         examples = suite
     else:
@@ -168,7 +173,12 @@ def compare(
             path = suite_path(base, suite_name)
         else:
             suite_name = path.stem
-        examples = load_suite(path)
+        if on_bad_line is None:
+            examples = load_suite(path)
+        else:
+            from ._preflight import replayable_examples
+
+            examples = replayable_examples(path, base=base, config=cfg, on_bad_line=on_bad_line)
     # A prompt's tools_path gives its examples that carry no toolset their tools (seed 000).
     examples = apply_prompt_tools(examples, cfg, config_dir=cfg.tools_dir or ".")
     merged = {k: dict(v) for k, v in cfg.providers.items()}

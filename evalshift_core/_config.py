@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from ._exceptions import ConfigError, EvalShiftError
+from ._limits import load_yaml, node_line
 from ._policy import MigrationPolicy
 
 CONFIG_FILE = "evalshift.yaml"
@@ -58,6 +59,9 @@ class Prompt(BaseModel):
             root = re.split(r"[.\[]", name, maxsplit=1)[0]
             if root not in self.variables:
                 raise ValueError(f"content uses {{{root}}} but variables lists {self.variables}")
+            if "." in name or "__" in name:
+                # Attribute access in a format string walks Python objects ({input.__class__...}).
+                raise ValueError(f"content uses {{{name}}}: only {{name}} and {{name[key]}} are allowed")
         return self
 
 
@@ -221,27 +225,7 @@ def _parse_field(field: str) -> list[str | int]:
 
 def _line_of(root: Any, loc: Sequence[Any]) -> int | None:
     """1-based line of the node at ``loc`` in a composed YAML tree (the deepest one found)."""
-    from ruamel.yaml.nodes import MappingNode, SequenceNode
-
-    if root is None:
-        return None
-    node = root
-    line = node.start_mark.line + 1
-    for part in loc:
-        if isinstance(node, MappingNode):
-            for key, value in node.value:
-                if str(key.value) == str(part):
-                    line = key.start_mark.line + 1
-                    node = value
-                    break
-            else:
-                return line
-        elif isinstance(node, SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
-            node = node.value[part]
-            line = node.start_mark.line + 1
-        else:
-            return line
-    return line
+    return node_line(root, loc)
 
 
 def _model_at(loc: Sequence[Any]) -> type[BaseModel] | None:
@@ -282,36 +266,6 @@ def config_error(exc: ValidationError, *, file: str, root: Any) -> ConfigError:
     return ConfigError(_message_for(err) + more, file=file, line=_line_of(root, loc), field=_format_loc(loc) or None)
 
 
-def _compose(text: str, file: str) -> Any:
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
-
-    try:
-        return YAML(typ="rt").compose(text)
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        raise ConfigError(
-            f"not valid YAML: {exc.problem or exc.context}", file=file, line=mark.line + 1 if mark else None
-        ) from exc
-    except YAMLError as exc:
-        raise ConfigError(f"not valid YAML: {exc}", file=file) from exc
-
-
-def _load_plain(text: str, file: str) -> Any:
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
-
-    try:
-        return YAML(typ="safe", pure=True).load(text)
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        raise ConfigError(
-            f"not valid YAML: {exc.problem or exc.context}", file=file, line=mark.line + 1 if mark else None
-        ) from exc
-    except YAMLError as exc:
-        raise ConfigError(f"not valid YAML: {exc}", file=file) from exc
-
-
 def _check_evaluator_types(evaluators: Any, *, file: str, root: Any) -> None:
     """Unknown evaluator types and options are errors, pointed at the line of their own key."""
     if not isinstance(evaluators, Mapping):
@@ -332,12 +286,71 @@ def _check_evaluator_types(evaluators: Any, *, file: str, root: Any) -> None:
             continue
         for i, inst in enumerate(instances):
             for key in inst if isinstance(inst, Mapping) else ():
+                loc = ["evaluators", type_name, i, key]
                 if key not in known:
-                    loc = ["evaluators", type_name, i, key]
                     raise ConfigError(
                         f"unknown {type_name} option {key!r}{_did_you_mean(str(key), sorted(known))}",
                         file=file, line=_line_of(root, loc), field=_format_loc(loc),
                     )
+                problem = option_type_problem(type_name, str(key), inst[key])
+                if problem is not None:
+                    raise ConfigError(problem, file=file, line=_line_of(root, loc), field=_format_loc(loc))
+
+
+# The type each evaluator option's value must have; what a value of the right type may be is the
+# evaluator's own check. An option missing here (a newer one) is left to its evaluator.
+_STR, _BOOL, _NUMBER, _STR_LIST, _STR_MAP = "a string", "true or false", "a number", "a list of strings", \
+    "a mapping of names to strings"
+_OPTION_TYPES: dict[str, dict[str, str]] = {
+    "*": {"name": _STR, "severity_floor": _STR},
+    "agent_trace": {"check_missing_verification": _BOOL, "verification_tools": _STR_LIST, "dangerous_tools": _STR_LIST},
+    "llm_judge": {"model": _STR, "criteria": _STR, "base_url": _STR, "api_key_env": _STR, "temperature": _NUMBER},
+    "semantic": {"model": _STR, "threshold": _NUMBER},
+    "text_match": {"mode": _STR, "values": _STR_LIST, "case_sensitive": _BOOL},
+    "tool_arguments": {"against": _STR, "matching": _STR, "fields": _STR_MAP, "numeric_tolerance": _NUMBER,
+                       "optional_fields_scored": _STR},
+    "tool_selection": {"mode": _STR, "conformance": _STR, "divergence": _STR},
+    "tool_trace_structure": {"call_count_tolerance": _NUMBER, "check_call_count": _BOOL, "check_parallelism": _BOOL,
+                             "check_refusals": _BOOL},
+}
+
+
+def _has_type(value: Any, expected: str) -> bool:
+    if value is None:  # unset: the evaluator's default
+        return True
+    if expected == _STR:
+        return isinstance(value, str)
+    if expected == _BOOL:
+        return isinstance(value, bool)
+    if expected == _NUMBER:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if expected == _STR_LIST:
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if expected == _STR_MAP:
+        return isinstance(value, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+    return True
+
+
+def option_type_problem(type_name: str, key: str, value: Any) -> str | None:
+    """Why an evaluator option's value has the wrong type (``dangerous_tools: 1``), or None."""
+    expected = _OPTION_TYPES.get(type_name, {}).get(key) or _OPTION_TYPES["*"].get(key)
+    if expected is None or _has_type(value, expected):
+        return None
+    return f"must be {expected}, not {_type_name(value)}"
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
 
 
 def _evaluator_options(cls: Any) -> frozenset[str] | None:
@@ -356,8 +369,7 @@ def parse_config(text: str, *, file: str = CONFIG_FILE, tools_dir: str | os.Path
     With ``tools_dir`` (the config's folder) each prompt's ``tools_path`` file is read and checked
     too, so a missing or broken tool file fails at load, not in the middle of a run.
     """
-    data = _load_plain(text, file)
-    root = _compose(text, file)
+    data, root = load_yaml(text, file=file)
     if data is None:
         data = {}
     if not isinstance(data, Mapping):

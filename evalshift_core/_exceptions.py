@@ -3,7 +3,8 @@
     EvalShiftError                 every error a user can cause; the CLI prints it on one line
     ├── ConfigError                evalshift.yaml or a tools file is invalid (file, line, field)
     ├── InputError                 a suite, capture or traces file is invalid (file, line, field)
-    │   └── UnknownToolsetError    an example's toolset_ref resolves to no sidecar
+    │   ├── UnknownToolsetError    an example's toolset_ref resolves to no sidecar
+    │   └── UnsafeNameError        an id that would become a path is not a safe file name
     ├── ReplayError                a run cannot start (model routing, missing SDK, cost cap)
     └── RunNotFoundError           no run with that id
 """
@@ -50,3 +51,8 @@ class ReplayError(EvalShiftError):
 
 class RunNotFoundError(EvalShiftError):
     """No run with that id."""
+
+
+class UnsafeNameError(InputError):
+    """An id that would become a path component (suite name, prompt id, run id, toolset ref)
+    is not a safe file name, or its path resolves outside its folder."""

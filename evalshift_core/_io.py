@@ -6,20 +6,69 @@ import contextlib
 import gzip
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
+from pydantic import BaseModel, ValidationError
 
 from ._exceptions import InputError
+from ._limits import MAX_DEPTH, format_path, load_json
+
+DERIVED_MAX_DEPTH = 2 * MAX_DEPTH
+"""Depth allowed in the files EvalShift writes from inputs (raw rows and scores wrap a suite's
+values a few levels deeper); still far inside what orjson writes (254) and Python recurses."""
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process with this id exists (where that cannot be asked safely: assume so)."""
+    if os.name != "posix":
+        return True  # os.kill(pid, 0) would send CTRL_C_EVENT on Windows
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: alive, owned by someone else
+        return True
+    return True
+
+
+def remove_stale_temps(target: Path) -> int:
+    """Remove the temp files of writes to ``target`` (``.<name>.<pid>.….tmp``) that a process
+    which has since died left behind; returns how many. Temps of live processes are kept."""
+    prefix = f".{target.name}."
+    removed = 0
+    try:
+        entries = list(os.scandir(target.parent))
+    except OSError:
+        return 0
+    for entry in entries:
+        name = entry.name
+        if not (name.startswith(prefix) and name.endswith(".tmp")):
+            continue
+        pid_text = name[len(prefix):-len(".tmp")].split(".", 1)[0]
+        if not pid_text.isdigit() or len(pid_text) > 10:
+            continue
+        pid = int(pid_text)
+        if pid == os.getpid() or _alive(pid):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(entry.path)
+            removed += 1
+    return removed
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file and rename, so readers never see half a file."""
+    """Write ``data`` to ``path`` via a temp file and rename, so readers never see half a file.
+
+    The temp file's name carries the writer's pid, so the next write to ``path`` removes the
+    temp files of writers killed mid-write.
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    remove_stale_temps(target)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -45,13 +94,83 @@ def open_maybe_gzip(path: str | os.PathLike[str]) -> Any:
     return open(p, "rb")
 
 
-def iter_jsonl(path: str | os.PathLike[str], *, what: str = "JSON line") -> Iterator[tuple[int, Any]]:
-    """Yield ``(line_number, value)``; a line that is not JSON raises InputError naming it."""
+def iter_jsonl(
+    path: str | os.PathLike[str],
+    *,
+    what: str = "JSON line",
+    max_depth: int = DERIVED_MAX_DEPTH,
+    on_bad_line: Callable[[InputError], None] | None = None,
+) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, value)``, each line parsed under the depth and size limits.
+
+    A line that is not JSON, or past a limit, raises InputError naming the file and line; with
+    ``on_bad_line`` it is handed that error instead and skipped.
+    """
     with open_maybe_gzip(path) as fh:
         for lineno, raw in enumerate(fh, start=1):
             if not raw.strip():
                 continue
             try:
-                yield lineno, orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise InputError(f"not a valid {what}: {exc}", file=str(path), line=lineno) from exc
+                value = load_json(raw, file=str(path), line=lineno, what=what, error=InputError,
+                                  max_depth=max_depth)
+            except InputError as exc:
+                if on_bad_line is None:
+                    raise
+                on_bad_line(exc)
+                continue
+            yield lineno, value
+
+
+def validation_error(exc: ValidationError, *, file: str | None = None, line: int | None = None,
+                     prefix: str | int = "") -> InputError:
+    """A pydantic error as an InputError naming the file, line and the field it was about."""
+    from ._shapes import ShapeError
+
+    err = exc.errors()[0]
+    path: list[Any] = list(err.get("loc", ()))
+    message = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+    original = (err.get("ctx") or {}).get("error")
+    if isinstance(original, ShapeError):
+        path += original.path
+        message = original.message
+    if err.get("type") == "model_type" and not path:
+        message = "each line must be a JSON object"
+    field = format_path([prefix, *path] if prefix != "" else path) or None
+    return InputError(message, file=file, line=line, field=field)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def iter_models(
+    path: str | os.PathLike[str],
+    model: type[M],
+    *,
+    what: str,
+    max_depth: int = DERIVED_MAX_DEPTH,
+    on_bad_line: Callable[[InputError], None] | None = None,
+) -> Iterator[tuple[int, M]]:
+    """Yield ``(line_number, model)`` for each line of a JSON lines file; a line that does not
+    validate raises (or, with ``on_bad_line``, hands over and skips) an InputError naming the
+    file, the line and the field."""
+    for lineno, value in iter_jsonl(path, what=what, max_depth=max_depth, on_bad_line=on_bad_line):
+        try:
+            yield lineno, model.model_validate(value)
+        except ValidationError as exc:
+            error = validation_error(exc, file=str(path), line=lineno)
+            if on_bad_line is None:
+                raise error from exc
+            on_bad_line(error)
+
+
+def read_json_object(path: str | os.PathLike[str], *, what: str = "JSON file") -> dict[str, Any]:
+    """A whole JSON file holding one object (a run manifest, an analysis), read under the limits;
+    anything else raises InputError naming the file."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {what}: {exc.strerror or exc}", file=str(path)) from exc
+    value = load_json(data, file=str(path), what=what, error=InputError, max_depth=DERIVED_MAX_DEPTH)
+    if not isinstance(value, dict):
+        raise InputError(f"a {what} holds one JSON object", file=str(path), line=1)
+    return value

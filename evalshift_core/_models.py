@@ -11,6 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from evalshift_sdk._toolsets import ToolShapeError, normalise_tool, toolset_ref
 
+from ._shapes import check_generation_config, check_messages
+
 SCHEMA_VERSION = 1
 
 
@@ -194,11 +196,26 @@ class Example(_Record):
             raise ValueError("an example carries exactly one of toolset_ref or tools, not both")
         return self
 
+    @field_validator("history")
+    @classmethod
+    def _history_shape(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        check_messages(value)  # a part that is a string would fail mid-replay
+        return value
+
+    @field_validator("generation_config")
+    @classmethod
+    def _generation_config_shape(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_generation_config(value)  # e.g. stop: 1.5
+        return value
+
     @field_validator("toolset_ref")
     @classmethod
     def _ref_shape(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith("sha256:"):
-            raise ValueError("toolset_ref must look like 'sha256:<hex>'")
+        from ._paths import toolset_ref_problem
+
+        problem = toolset_ref_problem(value) if value is not None else None
+        if problem is not None:
+            raise ValueError(f"toolset_ref {problem}")
         return value
 
     @property

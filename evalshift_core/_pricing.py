@@ -106,18 +106,11 @@ def _read(path: Path) -> Mapping[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read price table: {exc.strerror}", file=str(path)) from exc
-    if path.suffix in (".yaml", ".yml"):
-        from ruamel.yaml import YAML
-        from ruamel.yaml.error import YAMLError
+    from ._limits import load_json, load_yaml
 
-        try:
-            return YAML(typ="safe").load(text) or {}
-        except YAMLError as exc:
-            raise ConfigError(f"not valid YAML: {exc}", file=str(path)) from exc
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        raise ConfigError(f"not valid JSON: {exc}", file=str(path)) from exc
+    if path.suffix in (".yaml", ".yml"):
+        return load_yaml(text, file=str(path), compose=False)[0] or {}
+    return load_json(text, file=str(path), error=ConfigError)
 
 
 def default_prices() -> PriceTable:

@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from ._exceptions import InputError
-from ._io import atomic_write_bytes, atomic_write_json, iter_jsonl
+from ._io import atomic_write_bytes, atomic_write_json, iter_models, read_json_object
 from ._models import Call, Example, ToolCall, ToolTrace
 from ._progress import count_lines, progress_bar, tracked
 from .analysis._headline import headline
@@ -888,11 +888,13 @@ def write_report(run_dir: str | os.PathLike[str], report: Mapping[str, Any]) -> 
 
     A report built without scores gets its score distributions from ``run_dir/scores.jsonl``.
     """
+    from .evaluators import ScoreRecord
+
     out = Path(run_dir)
     charts = report.get("charts") or {}
     if charts.get("distributions") is None and (out / "scores.jsonl").exists():
         # compare() writes scores.jsonl just before the report, so the distributions are on disk.
-        scores = (row for _, row in iter_jsonl(out / "scores.jsonl", what="score row"))
+        scores = (row for _, row in iter_models(out / "scores.jsonl", ScoreRecord, what="score row"))
         report = {**report, "charts": {**charts, "distributions": _distributions(scores)}}
     path = out / "report.html"
     with progress_bar(2, "write report", unit="file") as bar:
@@ -906,6 +908,8 @@ def write_report(run_dir: str | os.PathLike[str], report: Mapping[str, Any]) -> 
 def render_run_report(base: str | os.PathLike[str], run_id: str) -> Path:
     """Rebuild ``report.json`` and ``report.html`` of a finished run from its files on disk."""
     from ._run import load_run, run_dir_for
+    from .analysis import load_analysis
+    from .evaluators import ScoreRecord
 
     manifest, examples, calls = load_run(base, run_id)
     run_dir = run_dir_for(base, run_id)
@@ -913,14 +917,12 @@ def render_run_report(base: str | os.PathLike[str], run_id: str) -> Path:
     if not analysis_path.exists():
         raise InputError(f"run {run_id!r} has no analysis yet; run `evalshift evaluate {run_id}` first",
                          file=str(analysis_path))
-    try:
-        analysis = orjson.loads(analysis_path.read_bytes())
-    except orjson.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc}", file=str(analysis_path)) from exc
+    load_analysis(analysis_path)  # a malformed file is an InputError naming its field
+    analysis = read_json_object(analysis_path, what="analysis")  # as written, newer keys included
     scores_path = run_dir / "scores.jsonl"
     scores = None
     if scores_path.exists():
-        rows = iter_jsonl(scores_path, what="score row")
+        rows = iter_models(scores_path, ScoreRecord, what="score row")
         scores = [row for _, row in tracked(rows, count_lines(scores_path), "load scores")]
     return write_report(run_dir, build_report(analysis, examples, calls, manifest, scores))
 

@@ -21,7 +21,7 @@ import orjson
 
 from ._cache import ResponseCache
 from ._exceptions import EvalShiftError, InputError, ReplayError, RunNotFoundError
-from ._io import atomic_write_json, atomic_write_jsonl, iter_jsonl
+from ._io import atomic_write_json, atomic_write_jsonl, iter_models, read_json_object
 from ._lock import run_lock
 from ._models import (
     SCHEMA_VERSION,
@@ -89,14 +89,16 @@ def new_run_id() -> str:
 
 
 def run_dir_for(base: str | os.PathLike[str], run_id: str) -> Path:
-    return Path(base) / "runs" / run_id
+    from ._paths import check_name, under
+
+    return under(Path(base) / "runs", check_name(run_id, what="run id", field="run_id"))
 
 
 def render_prompt(example: Example, template: str = DEFAULT_TEMPLATE) -> str:
     """The user message of round 1: the prompt template filled with the example's inputs."""
     try:
         return template.format_map(example.inputs)
-    except (KeyError, IndexError, ValueError) as exc:
+    except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
         raise EvalShiftError(f"example {example.id!r}: prompt template needs {exc}", field="inputs") from exc
 
 
@@ -222,15 +224,7 @@ def _read_rows(raw: Path) -> list[Call]:
         with open(raw, "r+b") as fh:
             fh.truncate(end)
         data = data[:end]
-    rows = []
-    for lineno, line in enumerate(data.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(Call.model_validate(orjson.loads(line)))
-        except (orjson.JSONDecodeError, ValueError) as exc:
-            raise InputError(f"not a valid Call row: {exc}", file=str(raw), line=lineno) from exc
-    return rows
+    return [row for _, row in iter_models(raw, Call, what="Call row")]
 
 
 # -- execution -----------------------------------------------------------------------------
@@ -500,11 +494,11 @@ def run(
     manifest: dict[str, Any]
     if resuming:
         assert out is not None
-        manifest = orjson.loads((out / "run.json").read_bytes())
+        manifest = read_json_object(out / "run.json", what="run manifest")
         if (manifest.get("source_model"), manifest.get("target_model")) != (str(refs["source"]), str(refs["target"])):
             raise ReplayError(f"run {run_id} compared {manifest.get('source_model')} -> "
                               f"{manifest.get('target_model')}; cannot resume it with {refs['source']} -> {refs['target']}")
-        stored = [row.get("id") for _, row in iter_jsonl(out / "examples.jsonl")]
+        stored = [e.id for _, e in iter_models(out / "examples.jsonl", Example, what="example")]
         if stored != [e.id for e in examples]:
             raise ReplayError(f"run {run_id} was started on a different set of examples; start a new run instead")
     if batch is None:
@@ -656,11 +650,11 @@ def load_run(base: str | os.PathLike[str], run_id: str) -> tuple[dict[str, Any],
     out = run_dir_for(base, run_id)
     if not (out / "run.json").exists():
         raise RunNotFoundError(f"no run {run_id!r} under {Path(base) / 'runs'}")
-    manifest = orjson.loads((out / "run.json").read_bytes())
+    manifest = read_json_object(out / "run.json", what="run manifest")
     files = [out / "examples.jsonl", out / "raw.jsonl"]
     with progress_bar(sum(count_lines(f) for f in files if f.exists()), f"load {run_id}") as bar:
-        examples = [Example.model_validate(r) for _, r in counted(iter_jsonl(files[0]), bar)]
-        calls = [Call.model_validate(r) for _, r in counted(iter_jsonl(files[1]), bar)]
+        examples = [e for _, e in counted(iter_models(files[0], Example, what="example"), bar)]
+        calls = [c for _, c in counted(iter_models(files[1], Call, what="Call row"), bar)]
     return manifest, examples, calls
 
 

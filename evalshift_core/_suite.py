@@ -3,35 +3,71 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import orjson
 from pydantic import ValidationError
 
-from evalshift_sdk._toolsets import canonical_json, ref_filename, toolset_ref
+from evalshift_sdk._toolsets import canonical_json, toolset_ref
 
 from ._exceptions import InputError, UnknownToolsetError
-from ._io import atomic_write_bytes, atomic_write_jsonl, iter_jsonl
+from ._io import atomic_write_bytes, atomic_write_jsonl, iter_models, validation_error
+from ._limits import MAX_DEPTH, load_json
 from ._models import Example, Tool
+from ._paths import check_name, toolset_filename, under
 
 DEFAULT_BASE = ".evalshift"
 
 
 def suite_path(base: str | os.PathLike[str], name: str) -> Path:
-    return Path(base) / "suites" / f"{name}.jsonl"
+    """``<base>/suites/<name>.jsonl``; a name that is not a safe file name raises InputError."""
+    return under(Path(base) / "suites", check_name(name, what="suite name", field="suite_name") + ".jsonl")
 
 
-def load_suite(path: str | os.PathLike[str]) -> list[Example]:
-    """Read a suite file; a bad line raises InputError naming file, line and field."""
-    examples = []
-    for lineno, row in iter_jsonl(path, what="suite example"):
+def load_suite(
+    path: str | os.PathLike[str], *, on_bad_line: Callable[[InputError], None] | None = None
+) -> list[Example]:
+    """Read a suite file; a bad line raises InputError naming file, line and field.
+
+    With ``on_bad_line`` every bad line is handed over instead (the same InputError) and left
+    out, so the valid examples can still run. A line is bad when it is not JSON, nests too
+    deeply, does not validate, holds a value the replay cannot send (``stop: 1.5``, a history
+    part that is a string), or repeats an example id (the message names both lines).
+    """
+    return [example for _, example in iter_suite(path, on_bad_line=on_bad_line)]
+
+
+def iter_suite(
+    path: str | os.PathLike[str], *, on_bad_line: Callable[[InputError], None] | None = None
+) -> Iterator[tuple[int, Example]]:
+    """``(line number, example)`` for each valid line of a suite file (see :func:`load_suite`)."""
+    file = str(path)
+    first_line: dict[str, int] = {}
+    for lineno, example in iter_models(path, Example, what="suite example", max_depth=MAX_DEPTH,
+                                       on_bad_line=on_bad_line):
         try:
-            examples.append(Example.model_validate(row))
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            field = ".".join(str(p) for p in err["loc"]) or None
-            raise InputError(err["msg"], file=str(path), line=lineno, field=field) from exc
-    return examples
+            check_example(example)
+            if example.id in first_line:
+                raise InputError(f"example id {example.id!r} appears twice, on lines {first_line[example.id]} "
+                                 f"and {lineno}", field="id")
+        except InputError as exc:
+            error = InputError(exc.message, file=file, line=lineno, field=exc.field)
+            if on_bad_line is None:
+                raise error from exc
+            on_bad_line(error)
+            continue
+        first_line[example.id] = lineno
+        yield lineno, example
+
+
+def check_example(example: Example) -> None:
+    """What the model cannot see on one example and the replay relies on: every fixture round
+    answers as many calls as that round recorded (InputError naming the field otherwise)."""
+    for k, results in enumerate(example.tool_result_fixtures or (), start=1):
+        calls = example.expected_round(k) or []
+        if calls and len(calls) != len(results):
+            raise InputError(f"round {k} records {len(calls)} call(s) but {len(results)} tool result(s)",
+                             field=f"tool_result_fixtures[{k - 1}]")
 
 
 def save_suite(path: str | os.PathLike[str], examples: list[Example]) -> None:
@@ -39,14 +75,15 @@ def save_suite(path: str | os.PathLike[str], examples: list[Example]) -> None:
 
 
 def toolset_path(base: str | os.PathLike[str], ref: str) -> Path:
-    return Path(base) / "toolsets" / ref_filename(ref)
+    """``<base>/toolsets/<hex>.json``; anything but ``sha256:`` + 64 hex raises InputError."""
+    return under(Path(base) / "toolsets", toolset_filename(ref))
 
 
 def read_sidecar(path: str | os.PathLike[str], ref: str) -> list[dict] | None:
     """A sidecar's tools when the file exists and its content hashes to ``ref``; else None."""
     try:
-        tools = orjson.loads(Path(path).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        tools = load_json(Path(path).read_bytes(), file=str(path), what="toolset", error=InputError)
+    except (OSError, InputError):
         return None
     if not isinstance(tools, list) or toolset_ref(tools) != ref:
         return None
@@ -70,5 +107,13 @@ def resolve_tools(example: Example, base: str | os.PathLike[str]) -> list[Tool]:
             f"example {example.id!r}: toolset_ref {example.toolset_ref} has no sidecar at {path}",
             field="toolset_ref",
         )
-    raw = orjson.loads(path.read_bytes())
-    return [Tool.model_validate(t) for t in raw]
+    raw = load_json(path.read_bytes(), file=str(path), what="toolset", error=InputError)
+    if not isinstance(raw, list):
+        raise InputError("a toolset sidecar holds a list of tools", file=str(path), line=1)
+    tools = []
+    for i, t in enumerate(raw):
+        try:
+            tools.append(Tool.model_validate(t))
+        except ValidationError as exc:
+            raise validation_error(exc, file=str(path), line=1, prefix=i) from exc
+    return tools

@@ -18,20 +18,25 @@ from typing import IO, Any
 
 import orjson
 
-from evalshift_sdk._toolsets import ref_filename
+from evalshift_sdk import _attributes as A
 
 from ._captures import (
+    AttributeShapeError,
     Capture,
     FilePosition,
     Span,
     TurnAssembler,
+    _id,
     build_capture,
     capture_files,
+    full_span_problem,
     read_spans,
 )
 from ._exceptions import InputError
-from ._io import atomic_write_bytes, open_maybe_gzip
+from ._io import DERIVED_MAX_DEPTH, atomic_write_bytes, open_maybe_gzip, remove_stale_temps
+from ._limits import MAX_DEPTH, LimitError, check_value, format_path, load_json
 from ._lock import file_lock
+from ._paths import check_name, is_safe_name, name_problem, toolset_filename, under
 from ._promote import RoundsMode, promote_example
 from ._suite import DEFAULT_BASE, read_sidecar, suite_path, toolset_path, write_toolset
 
@@ -39,6 +44,7 @@ STATE_FILE = "sync-state.json"
 LOCK_FILE = ".sync.lock"
 STATE_VERSION = 1
 MAX_WARNINGS = 1000
+MAX_QUARANTINED = 10_000
 _HEAD_BYTES = 4096
 STALE_TURN_NS = 3600 * 10**9
 
@@ -60,6 +66,9 @@ class SyncResult:
     line says how many, so a sync of a million turns stays bounded in memory."""
     warnings_dropped: int = 0
     """Warnings beyond ``MAX_WARNINGS``, counted but not kept."""
+    quarantined: int = 0
+    """Turns left out for a damaged span, an unsafe prompt id or a value past the limits (each
+    named, with its file:line and field, in ``warnings``)."""
     held_back: int = 0
     """Turns whose root span has not ended yet, left for the next sync."""
     spans: int = 0
@@ -89,11 +98,21 @@ class _SuiteWriter:
                             self.known.add(hash(str(row["id"])))
 
     def add(self, example: dict[str, Any]) -> bool:
+        """Append an example not in the suite yet (False when its id is); an example nested
+        past the limits raises LimitError naming the field, and nothing is written."""
         key = hash(example["id"])
         if key in self.known:
             return False
+        try:
+            line = orjson.dumps(example) + b"\n"
+        except orjson.JSONEncodeError:
+            line = b""
+        # No value can nest deeper than the brackets it holds: count first, walk only if needed.
+        if not line or line.count(b"[") + line.count(b"{") > MAX_DEPTH:
+            check_value(example)
         if self._tmp is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            remove_stale_temps(self.path)  # a sync killed mid-write left its temp file behind
             self._tmp_path = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
             self._tmp = open(self._tmp_path, "wb")  # noqa: SIM115 - closed by commit() or abort()
             if self.path.exists():
@@ -104,7 +123,7 @@ class _SuiteWriter:
                         src.seek(size - 1)
                         if src.read(1) != b"\n":  # a hand-edited suite missing its last newline
                             self._tmp.write(b"\n")
-        self._tmp.write(orjson.dumps(example) + b"\n")
+        self._tmp.write(line)
         self.known.add(key)
         self.added += 1
         return True
@@ -142,6 +161,10 @@ class _Promoter:
         self._missing_ref: set[str] = set()
         self.current: FilePosition | None = None
         self.newest_end = 0
+        self.quarantined: dict[str, str] = {}
+        """Traces with a damaged span (trace id -> its file:line), until their turn completes."""
+        if suite_name is not None:
+            check_name(suite_name, what="suite name", field="suite_name")
 
     def warn(self, message: str) -> None:
         if len(self.result.warnings) < MAX_WARNINGS:
@@ -153,7 +176,7 @@ class _Promoter:
         if ref in capture.toolsets:
             return capture.toolsets[ref]
         if ref not in self._toolsets:
-            tools = read_sidecar(capture_dir / "toolsets" / ref_filename(ref), ref)
+            tools = read_sidecar(under(capture_dir / "toolsets", toolset_filename(ref)), ref)
             if tools is None:
                 tools = read_sidecar(toolset_path(self.base, ref), ref)
             self._toolsets[ref] = tools
@@ -174,22 +197,56 @@ class _Promoter:
             self.warn(f"{example_id}: toolset_ref {ref} has no sidecar in the capture dir or {self.base}; "
                       "run will stop on this example until the sidecar is added")
 
+    def bad_span(self, message: str, trace_id: str | None) -> None:
+        """A span left out of its line: said once, and its turn is quarantined when it completes."""
+        self.warn(message)
+        if trace_id is not None:
+            key = trace_id if len(trace_id) == 32 else _id(trace_id, 32)
+            self.quarantined.setdefault(key, message.partition(": ")[0])
+
+    def quarantine(self, spans: list[Span], field: str | None, problem: str) -> None:
+        where = f"{field}: " if field else ""
+        self.warn(f"{spans[-1].source}: {where}{problem}; turn {spans[-1].trace_id} quarantined (not promoted)")
+        self.result.quarantined += 1
+
     def take_turn(self, spans: list[Span], capture_dir: Path) -> None:
-        """Build, promote and write one turn; a damaged attribute skips the turn with its file:line."""
+        """Build, promote and write one turn; a turn with a damaged span or attribute, an unsafe
+        prompt id or a value past the limits is quarantined with its file:line and field."""
+        root = spans[-1]
+        damaged = self.quarantined.pop(root.trace_id, None)
+        if damaged is not None:
+            self.quarantine(spans, None, f"a span of this turn was damaged ({damaged})")
+            return
         try:
             capture = build_capture(spans, all_messages=False)
             if capture is None:
                 return
+            if capture.prompt_id is not None:
+                field = A.PROMPT_ID if A.PROMPT_ID in root.attrs else A.AGENT_NAME
+                problem = name_problem(capture.prompt_id)
+                if problem is not None:
+                    self.quarantine(spans, field, f"prompt id {capture.prompt_id[:80]!r} {problem}")
+                    return
             record, warnings = promote_example(
                 capture, rounds=self.rounds, names_only=self.names_only,
                 toolsets=lambda ref: self._lookup(ref, capture, capture_dir),
             )
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-            # A span attribute with the wrong shape (a foreign or damaged writer): skip the turn.
-            self.warn(f"{spans[-1].source}: turn {spans[-1].trace_id} skipped: a recorded attribute has "
-                      f"an unexpected shape ({type(exc).__name__}: {exc})")
+            self.take(capture, record, warnings, capture_dir)
+        except AttributeShapeError as exc:
+            self.quarantine(spans, f"attributes.{exc.key}", exc.problem)
             return
-        self.take(capture, record, warnings, capture_dir)
+        except LimitError as exc:
+            self.quarantine(spans, f"example.{format_path(exc.path)}", exc.message)
+            return
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as exc:
+            # A span or attribute with the wrong shape (a foreign or damaged writer): name it.
+            for span in spans:
+                found = full_span_problem(span.raw)
+                if found is not None:
+                    self.quarantine([span], found[0], found[1])
+                    return
+            self.quarantine(spans, None, f"a recorded attribute has an unexpected shape ({type(exc).__name__}: {exc})")
+            return
 
     def take(self, capture: Capture, record: dict[str, Any] | None, warnings: list[str], capture_dir: Path) -> None:
         for message in warnings:
@@ -236,7 +293,7 @@ class _Promoter:
                 self.current = pos
                 start = pos.offset
                 gz = path.suffix == ".gz"
-                for batch in read_spans(path, pos, self.warn):
+                for batch in read_spans(path, pos, self.warn, self.bad_span):
                     self.result.spans += len(batch)
                     for span in batch:
                         spans = assembler.add(span)
@@ -271,13 +328,56 @@ class _Promoter:
             self.result.warnings.append(f"... and {self.result.warnings_dropped} more warnings")
 
 
-def _load_state(base: Path) -> dict[str, Any] | None:
+def _is_count(value: Any) -> bool:
+    return type(value) is int and 0 <= value < 2**63
+
+
+def _state_problem(state: Any) -> str | None:
+    """What makes a sync state unusable (it is a file anyone can edit), or None."""
+    if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
+        return "not a version-1 state"
+    files = state.get("files", {})
+    if not isinstance(files, dict):
+        return "files"
+    for key, entry in files.items():
+        if not isinstance(entry, dict) or not all(_is_count(entry.get(k, 0)) for k in
+                                                  ("offset", "line", "examples", "head_len")):
+            return f"files[{key!r}]"
+        if not (entry.get("inode") is None or _is_count(entry.get("inode"))) or \
+                not isinstance(entry.get("head", ""), str):
+            return f"files[{key!r}]"
+        if not isinstance(entry.get("suites", []), list) or not all(map(is_safe_name, entry.get("suites", []))):
+            return f"files[{key!r}].suites"
+    suites = state.get("suites", [])
+    if not isinstance(suites, list) or not all(map(is_safe_name, suites)):
+        return "suites"
+    pending = state.get("pending", [])
+    if not isinstance(pending, list) or not all(
+            isinstance(row, list) and len(row) == 3 and full_span_problem(row[0]) is None
+            and isinstance(row[1], str) and isinstance(row[2], str) for row in pending):
+        return "pending"
+    quarantined = state.get("quarantined", {})
+    if not isinstance(quarantined, dict) or not all(isinstance(v, str) for v in quarantined.values()):
+        return "quarantined"
+    return None
+
+
+def _load_state(base: Path, warn: Any = None) -> dict[str, Any] | None:
     path = base / STATE_FILE
     try:
-        state = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        state = load_json(path.read_bytes(), file=str(path), what="sync state", error=InputError,
+                          max_depth=DERIVED_MAX_DEPTH)
+    except OSError:
         return None
-    if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
+    except InputError as exc:
+        if warn is not None:
+            warn(f"{exc}; every capture file is read again (examples already promoted stay as they are)")
+        return None
+    problem = _state_problem(state)
+    if problem is not None:
+        if warn is not None and not (isinstance(state, dict) and state.get("version") != STATE_VERSION):
+            warn(f"{path}: {problem}: not a sync state this EvalShift wrote; every capture file is read "
+                 "again (examples already promoted stay as they are)")
         return None
     # A suite this state fed was deleted: start over, or its examples would never come back.
     if any(not (base / "suites" / f"{name}.jsonl").exists() for name in state.get("suites", [])):
@@ -332,7 +432,8 @@ def _positions(files: list[Path], state: dict[str, Any] | None, warn: Any) -> di
 
 
 def _save_state(base: Path, positions: dict[str, FilePosition], assembler: TurnAssembler,
-                suites: Iterable[str], previous: dict[str, Any] | None) -> None:
+                suites: Iterable[str], previous: dict[str, Any] | None,
+                quarantined: dict[str, str] | None = None) -> None:
     files = dict((previous or {}).get("files", {}))
     for path, pos in positions.items():
         entry = pos.to_json()
@@ -346,6 +447,11 @@ def _save_state(base: Path, positions: dict[str, FilePosition], assembler: TurnA
         "suites": sorted(set((previous or {}).get("suites", [])) | set(suites)),
         "pending": [s.to_json() for s in assembler.held_back()],
     }
+    # Turns that hold a damaged span and have not ended stay quarantined across syncs (the most
+    # recent MAX_QUARANTINED: a root that never comes must not grow the state forever).
+    held = list((quarantined or {}).items())[-MAX_QUARANTINED:]
+    if held:
+        state["quarantined"] = dict(held)
     data = orjson.dumps(state, option=orjson.OPT_INDENT_2) + b"\n"
     state_path = base / STATE_FILE
     if not state_path.exists() or state_path.read_bytes() != data:
@@ -376,14 +482,15 @@ def sync(
     if not Path(capture_dir).exists():
         raise InputError("no captures here: run the agent with EVALSHIFT_CAPTURE=1 first", file=str(capture_dir))
     with file_lock(base_path / LOCK_FILE):
-        state = _load_state(base_path)
-        files = capture_files(capture_dir)
         engine = _Promoter(base_path, suite_name, rounds, names_only)
+        state = _load_state(base_path, engine.warn)
+        files = capture_files(capture_dir)
         positions = _positions(files, state, engine.warn)
         pending = [Span.from_json(row) for row in (state or {}).get("pending", [])]
+        engine.quarantined.update((state or {}).get("quarantined", {}))
         assembler = TurnAssembler(pending)
         engine.run(files, positions, assembler, progress)
-        _save_state(base_path, positions, assembler, engine.result.suites, state)
+        _save_state(base_path, positions, assembler, engine.result.suites, state, engine.quarantined)
     return engine.result
 
 

@@ -10,41 +10,61 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
 from pydantic import ValidationError
 
 from ._exceptions import ConfigError
+from ._limits import MAX_TEXT_BYTES, load_json, load_yaml
 from ._models import Example, Tool, Toolset
 
 
-def _json_line(text: str, pos: int) -> int:
-    return text.count("\n", 0, max(0, pos)) + 1
-
-
 def _parse(text: str, file: str) -> tuple[Any, Any]:
-    """The file's value plus, for YAML, its composed node tree (for line numbers)."""
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
-
+    """The file's value plus where to find line numbers: for YAML its composed node tree, for
+    JSON its text. Both are parsed under the depth, size and number limits."""
     if file.lower().endswith(".json"):
-        try:
-            return orjson.loads(text), None
-        except orjson.JSONDecodeError as exc:
-            raise ConfigError(f"not valid JSON: {exc.msg}", file=file, line=_json_line(text, exc.pos)) from exc
+        return load_json(text, file=file, what="JSON", error=ConfigError, max_bytes=MAX_TEXT_BYTES), text
     # YAML is a superset of JSON, so any other extension reads as YAML.
-    try:
-        return YAML(typ="safe", pure=True).load(text), YAML(typ="rt").compose(text)
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        raise ConfigError(f"not valid YAML: {exc.problem or exc.context}", file=file,
-                          line=mark.line + 1 if mark else None) from exc
-    except YAMLError as exc:
-        raise ConfigError(f"not valid YAML: {exc}", file=file) from exc
+    return load_yaml(text, file=file)
+
+
+def _json_item_line(text: str, wrapped: bool, index: int) -> int | None:
+    """Line of the ``index``-th tool in JSON text: the items of the top-level list (or of the
+    ``tools`` list, one level down), found by a scan that skips strings. Run on errors only."""
+    target_depth = 2 if wrapped else 1
+    depth, line, item, in_string, escaped, expect_item = 0, 1, -1, False, False, False
+    for ch in text:
+        if ch == "\n":
+            line += 1
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if expect_item and not ch.isspace() and ch not in "]}":
+            item += 1
+            expect_item = False
+            if item == index:
+                return line
+        if ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if ch == "[" and depth == target_depth:
+                expect_item = True
+        elif ch in "]}":
+            depth -= 1
+        elif ch == "," and depth == target_depth:
+            expect_item = True
+    return None
 
 
 def _item_line(root: Any, wrapped: bool, index: int) -> int | None:
     from ruamel.yaml.nodes import MappingNode, SequenceNode
 
+    if isinstance(root, str):
+        return _json_item_line(root, wrapped, index)
     node = root
     if wrapped and isinstance(node, MappingNode):
         node = next((v for k, v in node.value if k.value == "tools"), None)
@@ -54,7 +74,10 @@ def _item_line(root: Any, wrapped: bool, index: int) -> int | None:
 
 
 def parse_tools(value: Any, *, file: str = "<tools>", root: Any = None) -> Toolset:
-    """Validate a loaded tool file's value: a list of tool dicts, or ``{"tools": [...]}``."""
+    """Validate a loaded tool file's value: a list of tool dicts, or ``{"tools": [...]}``.
+
+    ``root`` locates lines for messages: a YAML file's composed nodes, or a JSON file's text.
+    """
     wrapped = isinstance(value, Mapping)
     if wrapped:
         extra = sorted(set(value) - {"tools"})
@@ -70,16 +93,16 @@ def parse_tools(value: Any, *, file: str = "<tools>", root: Any = None) -> Tools
     seen: dict[str, int] = {}
     for i, raw in enumerate(value):
         field = f"tools[{i}]"
-        line = _item_line(root, wrapped, i)
         try:
             tool = Tool.model_validate(raw)
         except ValidationError as exc:
             err = exc.errors()[0]
-            raise ConfigError(str(err["msg"]).removeprefix("Value error, "), file=file, line=line, field=field) from exc
+            raise ConfigError(str(err["msg"]).removeprefix("Value error, "), file=file,
+                              line=_item_line(root, wrapped, i), field=field) from exc
         if tool.name in seen:
             if tools[seen[tool.name]].canonical() != tool.canonical():
                 raise ConfigError(f"two different tools are named {tool.name!r} (also tools[{seen[tool.name]}])",
-                                  file=file, line=line, field=field)
+                                  file=file, line=_item_line(root, wrapped, i), field=field)
             continue  # identical duplicates collapse
         seen[tool.name] = len(tools)
         tools.append(tool)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from ._config import CONFIG_FILE, parse_config
 from ._exceptions import ConfigError
 from ._io import atomic_write_bytes
+from ._limits import MAX_TEXT_BYTES, LimitError, check_value, format_path
 from ._models import Tool
 from ._suite import DEFAULT_BASE
 from ._tools_file import load_tools_file
@@ -171,6 +173,37 @@ def _assignments(module: cst.Module) -> Iterable[tuple[str, cst.BaseExpression]]
                 yield small.target.value, small.value
 
 
+MAX_PYTHON_DEPTH = 100
+"""Deepest syntax tree ``tools sync`` hands to libcst, whose native parser has no stack guard
+(5,000 nested parentheses, or a 100,000-link attribute chain, crash the process)."""
+
+
+def check_python_nesting(source: str, *, file: str) -> None:
+    """Refuse a module nested past MAX_PYTHON_DEPTH, naming its line, before libcst sees it.
+
+    CPython's own parser checks its stack and fails cleanly (a SyntaxError, MemoryError or
+    RecursionError); its tree is then measured iteratively.
+    """
+    if len(source) > MAX_TEXT_BYTES:
+        raise ConfigError(f"larger than {MAX_TEXT_BYTES // (1024 * 1024)} MiB", file=file)
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise ConfigError(f"not valid Python: {str(exc.msg).split(';')[0]}", file=file, line=exc.lineno) from exc
+    except (RecursionError, MemoryError) as exc:
+        raise ConfigError(f"nests deeper than {MAX_PYTHON_DEPTH} levels (the parser ran out of stack)",
+                          file=file) from exc
+    except ValueError as exc:  # e.g. a NUL byte in the source
+        raise ConfigError(f"not valid Python: {exc}", file=file) from exc
+    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_PYTHON_DEPTH:
+            raise ConfigError(f"nests deeper than {MAX_PYTHON_DEPTH} levels; tools sync reads plain literal "
+                              "lists of tool dicts", file=file, line=getattr(node, "lineno", None))
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+
+
 def extract_tools(source: str, *, file: str = "<python>") -> list[ExtractedTool]:
     """Every tool dict of every module-level literal list of tool dicts in ``source``.
 
@@ -178,10 +211,20 @@ def extract_tools(source: str, *, file: str = "<python>") -> list[ExtractedTool]
     every element must be a literal, or the whole sync is refused naming file, line and what was
     computed. Nothing is imported or executed.
     """
+    with warnings.catch_warnings():
+        # The user's own source may hold an invalid escape ("\s"): Python warns, we only read it.
+        warnings.simplefilter("ignore")
+        return _extract_tools(source, file)
+
+
+def _extract_tools(source: str, file: str) -> list[ExtractedTool]:
+    check_python_nesting(source, file=file)
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
         raise ConfigError(f"not valid Python: {exc.message}", file=file, line=exc.raw_line) from exc
+    except (RecursionError, MemoryError) as exc:
+        raise ConfigError(f"too deeply nested for tools sync ({type(exc).__name__})", file=file) from exc
     positions: dict[str, Any] = {}
 
     def line_of(node: cst.CSTNode) -> int:
@@ -207,6 +250,17 @@ def extract_tools(source: str, *, file: str = "<python>") -> list[ExtractedTool]
                     f"{exc.what} in a tool definition: tools sync reads literals only and never runs your code",
                     file=file, line=line_of(exc.node), field=where,
                 ) from None
+            except RecursionError:  # e.g. thousands of adjacent string literals, nested pairwise
+                raise ConfigError("nested too deeply to read as a literal", file=file, line=line_of(el.value),
+                                  field=where) from None
+            except (ValueError, SyntaxError) as exc:  # e.g. an integer past Python's 4,300 digits
+                raise ConfigError(f"not a readable literal: {exc}", file=file, line=line_of(el.value),
+                                  field=where) from None
+            try:
+                check_value(raw)
+            except LimitError as exc:
+                raise ConfigError(exc.message, file=file, line=line_of(el.value),
+                                  field=f"{where}.{format_path(exc.path)}" if exc.path else where) from None
             try:
                 tool = Tool.model_validate(raw)
             except ValueError as exc:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ._exceptions import InputError
 from ._io import atomic_write_jsonl, iter_jsonl
+from ._limits import MAX_DEPTH
 from ._models import ToolCall, ToolTrace
 
 TRACES_FILE = "traces.jsonl"
@@ -120,7 +121,7 @@ def read_traces(path: str | os.PathLike[str], role: str, known_examples: set[str
         raise InputError("file not found", file=str(p))
     out: list[dict[str, Any]] = []
     seen: dict[tuple[str | None, str], int] = {}
-    for lineno, value in iter_jsonl(p, what="trace line"):
+    for lineno, value in iter_jsonl(p, what="trace line", max_depth=MAX_DEPTH):
         checker = _LineChecker(str(p), lineno)
         trace = checker.trace(value, role)
         key = (trace["prompt_id"], trace["example_id"])
@@ -157,7 +158,7 @@ def import_traces(
     out = run_dir_for(base, run_id) / TRACES_FILE
     merged: dict[TraceKey, dict[str, Any]] = {}
     if out.exists():
-        for _, row in iter_jsonl(out, what="trace line"):
+        for row in _stored_traces(out):
             merged[(row.get("prompt_id"), row["example_id"], row["role"])] = row
     for row in incoming:
         merged[(row["prompt_id"], row["example_id"], row["role"])] = row
@@ -170,7 +171,19 @@ def load_traces(run_dir: str | os.PathLike[str]) -> dict[tuple[str, str], list[d
     path = Path(run_dir) / TRACES_FILE
     if not path.exists():
         return {}
-    return {(row["example_id"], row["role"]): row["events"] for _, row in iter_jsonl(path, what="trace line")}
+    return {(row["example_id"], row["role"]): row["events"] for row in _stored_traces(path)}
+
+
+def _stored_traces(path: Path) -> list[dict[str, Any]]:
+    """The rows of a run's traces.jsonl, checked again: the file may have been edited since."""
+    rows = []
+    for lineno, value in iter_jsonl(path, what="trace line"):
+        role = value.get("role") if isinstance(value, dict) else None
+        checker = _LineChecker(str(path), lineno)
+        if role not in ROLES:
+            raise checker.fail("role", f"must be source or target, not {role!r}")
+        rows.append(checker.trace(value, role))
+    return rows
 
 
 def trace_from_events(events: list[dict[str, Any]]) -> ToolTrace:

@@ -46,6 +46,7 @@ def init(
     service_name: str | None = None,
     otlp_endpoint: str | None = None,
     otlp_headers: dict[str, str] | None = None,
+    record_exception_text: bool = True,
 ) -> bool:
     """Start capturing; patch the installed provider SDKs. Idempotent; returns whether capture is on.
 
@@ -55,9 +56,14 @@ def init(
     provider named here that cannot be patched raises.
 
     ``sample_rate`` keeps that fraction of turns (whole turns, never parts of one).
-    ``redact(attributes) -> attributes | None`` runs on each span's attributes on the export
-    thread before anything is written or sent (None drops the span). ``max_file_bytes`` rotates
-    capture files by size. ``otlp_endpoint`` (e.g. ``http://collector:4318``, needs
+    ``redact(attributes) -> attributes | None`` runs on the export thread before anything is
+    written or sent, on every attribute set that leaves the SDK: each span's attributes plus
+    ``otel.status_description`` (its status message: an exception's text, a provider's error)
+    when it has one (None drops the span), each span event's attributes (None drops the
+    event) and the resource attributes. Whatever it returns, credentials (``sk-...`` keys,
+    bearer tokens, key headers, ``key=``) are stripped from every text. ``record_exception_text
+    =False`` records an error as its exception type only. ``max_file_bytes`` rotates capture
+    files by size. ``otlp_endpoint`` (e.g. ``http://collector:4318``, needs
     ``evalshift[otlp]``) also sends every span to an OpenTelemetry Collector over OTLP/HTTP.
     """
     from . import _runtime as rt_mod
@@ -74,6 +80,7 @@ def init(
         rt = _build_runtime(
             directory, sample_rate, redact, max_file_bytes, service_name, otlp_endpoint, otlp_headers
         )
+        rt.record_exception_text = bool(record_exception_text)
         rt_mod.set_runtime(rt)
         try:
             instrument(providers)

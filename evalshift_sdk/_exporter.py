@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.trace import Link, Status, StatusCode
 
 from . import _attributes as A
 from ._guard import capture_internal_exceptions
+from ._scrub import might_hold_credentials, scrub
 from ._toolsets import canonical_json, ref_filename
 
 logger = logging.getLogger("evalshift_sdk")
@@ -218,7 +220,7 @@ class JsonLinesSpanExporter(SpanExporter):
         except Exception as exc:  # noqa: BLE001 - an exporter must never raise into the SDK
             if not self._failed_once:
                 self._failed_once = True
-                logger.warning("evalshift_sdk: could not write captures to %s: %s", self.directory, exc)
+                logger.warning("evalshift_sdk: could not write captures to %s: %s", self.directory, scrub(str(exc)))
             return SpanExportResult.FAILURE
 
     def shutdown(self) -> None:
@@ -231,21 +233,44 @@ class JsonLinesSpanExporter(SpanExporter):
 Redact = Callable[[dict[str, Any]], "dict[str, Any] | None"]
 
 
-def _with_attributes(span: ReadableSpan, attributes: dict[str, Any]) -> ReadableSpan:
-    return ReadableSpan(
-        name=span.name,
-        context=span.context,
-        parent=span.parent,
-        resource=span.resource,
-        attributes=attributes,
-        events=span.events,
-        links=span.links,
-        kind=span.kind,
-        status=span.status,
-        start_time=span.start_time,
-        end_time=span.end_time,
-        instrumentation_scope=span.instrumentation_scope,
-    )
+STATUS_DESCRIPTION = "otel.status_description"
+"""The key a span's status message goes to ``redact`` under (OpenTelemetry's name for it in
+exporters whose format has no status field); what the hook returns there is the message."""
+# Span names that end with one attribute's value ("invoke_agent {prompt_id}", "chat {model}",
+# "execute_tool {name}"): a name follows that attribute through the hook.
+_NAMED_BY = (A.AGENT_NAME, A.PROMPT_ID, A.REQUEST_MODEL, A.TOOL_NAME)
+
+
+def _clean(value: Any) -> Any:
+    if type(value) is str:
+        return scrub(value)
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def _clean_attributes(attributes: Any) -> dict[str, Any]:
+    return {scrub(str(k)): _clean(v) for k, v in attributes.items()} if attributes else {}
+
+
+def _might_hold_credentials(name: str, description: str | None, attributes: Any) -> bool:
+    texts = [name, description or ""]
+    for value in attributes.values():
+        if type(value) is str:
+            texts.append(value)
+        elif isinstance(value, (list, tuple)):
+            texts.extend(v for v in value if type(v) is str)
+    return might_hold_credentials("\n".join(texts))
+
+
+def _renamed(name: str, before: Any, after: dict[str, Any]) -> str:
+    for key in _NAMED_BY:
+        old = (before or {}).get(key)
+        if isinstance(old, str) and old and name.endswith(" " + old) and after.get(key) != old:
+            new = after.get(key)
+            prefix = name[: -len(old) - 1]
+            return f"{prefix} {new}" if isinstance(new, str) and new else prefix
+    return name
 
 
 def _resolve_deferred(spans: Sequence[ReadableSpan]) -> None:
@@ -268,9 +293,11 @@ class CaptureExporter(SpanExporter):
     """What the BatchSpanProcessor hands finished spans to, on its worker thread: the
     ``redact`` hook first, then the capture files and, optionally, an OTLP/HTTP Collector.
 
-    ``redact`` gets each span's attributes (a copy; structured values are JSON text) and
-    returns the attributes to keep, or None to drop the span. If it raises, the batch is
-    dropped: an unredacted span never leaves memory.
+    ``redact`` sees every attribute set that leaves the SDK: each span's attributes (a copy;
+    structured values are JSON text) with its status message under ``otel.status_description``,
+    each event's attributes and the resource's. It returns what to keep, or None to drop the
+    span (or event). If it raises, the batch is dropped: an unredacted span never leaves memory.
+    Credentials are then stripped from every text (:func:`_scrub.scrub`), hook or not.
     """
 
     def __init__(
@@ -284,22 +311,83 @@ class CaptureExporter(SpanExporter):
         self.otlp = otlp
         self.redact = redact
         self._redact_failed_once = False
+        self._resources: dict[int, tuple[Any, Any]] = {}
 
     def _redacted(self, spans: Sequence[ReadableSpan]) -> list[ReadableSpan] | None:
-        if self.redact is None:
-            return list(spans)
         out: list[ReadableSpan] = []
         try:
             for span in spans:
-                kept = self.redact(dict(span.attributes or {}))
+                kept = self._span(span)
                 if kept is not None:
-                    out.append(_with_attributes(span, dict(kept)))
+                    out.append(kept)
         except Exception as exc:  # noqa: BLE001 - the user's hook must not break export
             if not self._redact_failed_once:
                 self._redact_failed_once = True
-                logger.warning("evalshift_sdk: redact hook failed, batch dropped: %s", exc)
+                # Its type only: the message may quote the very data the hook was to remove.
+                logger.warning("evalshift_sdk: redact hook failed (%s), batch dropped", type(exc).__name__)
             return None
         return out
+
+    def _attributes(self, attributes: Any) -> dict[str, Any] | None:
+        """One attribute set scrubbed, then through the hook (None: drop what holds it)."""
+        cleaned = _clean_attributes(attributes)
+        if self.redact is None:
+            return cleaned
+        kept = self.redact(cleaned)
+        return None if kept is None else dict(kept)
+
+    def _resource(self, resource: Any) -> Any:
+        """The resource as it may leave: through the hook once per resource (a runtime has one)."""
+        key = id(resource)
+        cached = self._resources.get(key)
+        if cached is None or cached[0] is not resource:
+            from opentelemetry.sdk.resources import Resource
+
+            original = dict(resource.attributes) if resource is not None else {}
+            attributes = self._attributes(original) or {}
+            out = resource if attributes == original else Resource(attributes, getattr(resource, "schema_url", None))
+            cached = self._resources[key] = (resource, out)
+        return cached[1]
+
+    def _span(self, span: ReadableSpan) -> ReadableSpan | None:
+        resource = self._resource(span.resource)
+        status = span.status
+        attributes = span.attributes or {}
+        # Nearly every span: no hook, nothing that looks like a credential, no events or links.
+        if self.redact is None and resource is span.resource and not span.events and not span.links \
+                and not _might_hold_credentials(span.name, status.description, attributes):
+            return span
+        attributes = dict(attributes)
+        if status.description:
+            attributes[STATUS_DESCRIPTION] = status.description
+        kept = self._attributes(attributes)
+        if kept is None:
+            return None
+        description = kept.pop(STATUS_DESCRIPTION, None)
+        if description is not None and status.status_code is StatusCode.ERROR:
+            status = Status(StatusCode.ERROR, scrub(str(description)))
+        elif status.description:
+            status = Status(status.status_code)
+        events = []
+        for event in span.events:
+            event_attributes = self._attributes(event.attributes)
+            if event_attributes is not None:
+                events.append(Event(scrub(event.name), event_attributes, event.timestamp))
+        links = [Link(link.context, self._attributes(link.attributes) or {}) for link in span.links]
+        return ReadableSpan(
+            name=scrub(_renamed(scrub(span.name), _clean_attributes(span.attributes), kept)),
+            context=span.context,
+            parent=span.parent,
+            resource=resource,
+            attributes=kept,
+            events=events,
+            links=links,
+            kind=span.kind,
+            status=status,
+            start_time=span.start_time,
+            end_time=span.end_time,
+            instrumentation_scope=span.instrumentation_scope,
+        )
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         _resolve_deferred(spans)

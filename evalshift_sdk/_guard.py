@@ -10,6 +10,8 @@ import logging
 import os
 import traceback
 
+from ._scrub import scrub
+
 logger = logging.getLogger("evalshift_sdk")
 _seen: set[str] = set()
 
@@ -44,6 +46,6 @@ class capture_internal_exceptions:  # noqa: N801 - used like a function: ``with 
             logger.warning(
                 "evalshift_sdk: internal error in %s (capture skipped, host unaffected): %s",
                 site,
-                "".join(traceback.format_exception_only(type(exc), exc)).strip(),
+                scrub("".join(traceback.format_exception_only(type(exc), exc)).strip()),
             )
         return True

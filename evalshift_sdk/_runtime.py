@@ -37,6 +37,8 @@ class Runtime:
     span_type: Any = None
     """``_spans.CaptureSpan``, given by ``init()`` so that importing the SDK never loads
     OpenTelemetry's SDK."""
+    record_exception_text: bool = True
+    """False: an error is recorded as its exception type only, never its message."""
 
 
 _runtime: Runtime | None = None
@@ -169,10 +171,19 @@ def implicit_turn() -> Any:
     return turn(_implicit=True)
 
 
+def error_text(error: BaseException | str, limit: int) -> str:
+    """What an error records as its message: its text, or only its type when the runtime was
+    started with ``record_exception_text=False`` (a string error is then ``ToolError``)."""
+    rt = _runtime
+    if rt is not None and not rt.record_exception_text:
+        return type(error).__qualname__ if isinstance(error, BaseException) else "ToolError"
+    return str(error)[:limit]
+
+
 def _mark_error(span: Any, exc: BaseException) -> None:
     from opentelemetry.trace import Status, StatusCode
 
-    span.set_status(Status(StatusCode.ERROR, str(exc)[:500]))
+    span.set_status(Status(StatusCode.ERROR, error_text(exc, 500)))
     span.set_attribute(A.ERROR_TYPE, type(exc).__qualname__)
 
 
@@ -224,8 +235,8 @@ def _finish_tool_span(span: Any, result: Any, error: BaseException | str | None)
     from opentelemetry.trace import Status, StatusCode
 
     if error is not None:
-        message = str(error)
-        span.set_attribute(A.TOOL_ERROR, message[:2000])
+        message = error_text(error, 2000)
+        span.set_attribute(A.TOOL_ERROR, message)
         span.set_attribute(A.TOOL_FAILED, True)
         span.set_attribute(
             A.ERROR_TYPE, type(error).__qualname__ if isinstance(error, BaseException) else "ToolError"

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -165,10 +164,10 @@ class Analysis(BaseModel):
 def load_analysis(path: str | os.PathLike[str]) -> Analysis:
     """Read ``analysis.json``; a newer schema version or a malformed file is an InputError."""
     p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", file=str(p), line=exc.lineno) from exc
+    from .._io import DERIVED_MAX_DEPTH
+    from .._limits import load_json
+
+    data = load_json(p.read_bytes(), file=str(p), error=InputError, max_depth=DERIVED_MAX_DEPTH)
     if not isinstance(data, dict):
         raise InputError("expected a JSON object", file=str(p))
     version = data.get("schema_version")

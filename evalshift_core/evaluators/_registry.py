@@ -65,7 +65,7 @@ def build_evaluators(
                 raise ConfigError("expected a mapping of settings", field=f"evaluators.{type_name}[{i}]")
             try:
                 built.append(cls(dict(inst or {})))
-            except ValueError as exc:
+            except (ValueError, TypeError) as exc:  # TypeError: a value of the wrong type (dangerous_tools: 1)
                 raise ConfigError(str(exc), field=f"evaluators.{type_name}[{i}]") from exc
     seen: set[tuple[str, str]] = set()
     for ev in built:

@@ -22,7 +22,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from .. import _attributes as A
 from .._guard import capture_internal_exceptions
 from .._jsonsafe import dumps
-from .._runtime import current_turn, get_runtime
+from .._runtime import current_turn, error_text, get_runtime
 from .._spans import CaptureSpan
 from .._toolsets import normalise_toolset, toolset_ref
 
@@ -331,7 +331,7 @@ class ModelCall:
         try:
             self.deferred.latency_s = time.perf_counter() - self.t0
             self.span.set_attribute(A.ERROR_TYPE, type(exc).__qualname__)
-            self.span.set_status(Status(StatusCode.ERROR, str(exc)[:500]))
+            self.span.set_status(Status(StatusCode.ERROR, error_text(exc, 500)))
         finally:
             self.span.end()
 

@@ -48,11 +48,28 @@ def test_invalid_evalshift_yaml_in_the_folder_is_reported_by_every_config_reader
         assert_user_error(cli(*args), "evalshift.yaml:4:")
 
 
-def test_a_corrupt_suite_line_names_file_and_line(cli, tmp_path):
+def test_a_corrupt_suite_line_is_reported_with_file_and_line_and_the_rest_replays(cli, tmp_path):
     suites = tmp_path / ".evalshift" / "suites"
     suites.mkdir(parents=True)
-    (suites / "s.jsonl").write_text('{"id": "a"}\n{"id": \n')
-    assert_user_error(cli("run", "--suite-name", "s", "--from", "openai:a", "--to", "openai:b"), "s.jsonl:2")
+    (suites / "s.jsonl").write_text('{"id": "a", "inputs": {"input": "hi"}}\n{"id": \n')
+    out = cli("run", "--suite-name", "s", "--from", "openai:a", "--to", "openai:b")
+    assert "warning: .evalshift/suites/s.jsonl:2: not valid suite example" in out.stderr
+    assert "replaying 1 examples of s" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_a_suite_of_bad_lines_only_is_an_error_naming_the_first(cli, tmp_path):
+    suites = tmp_path / ".evalshift" / "suites"
+    suites.mkdir(parents=True)
+    (suites / "s.jsonl").write_text('{"id": \n{"id": "b", "history": ["hi"]}\n')
+    out = cli("run", "--suite-name", "s", "--from", "openai:a", "--to", "openai:b")
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    warnings, error = out.stderr.splitlines()[:-1], out.stderr.splitlines()[-1]
+    assert warnings == ["warning: .evalshift/suites/s.jsonl:1: not valid suite example: unexpected end of data "
+                        "(line skipped)",
+                        "warning: .evalshift/suites/s.jsonl:2: history[0]: Input should be a valid dictionary "
+                        "(line skipped)"]
+    assert error.startswith("error: no valid example: all 2 line(s) are bad; first: .evalshift/suites/s.jsonl:1")
 
 
 def test_under_json_an_error_is_also_a_json_document_on_stdout(cli):

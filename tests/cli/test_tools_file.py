@@ -79,10 +79,11 @@ def test_prompt_tools_fill_only_examples_without_a_toolset(tmp_path):
     toolset_ref or tools ([] included) still wins (seed 001)."""
     (tmp_path / "tools.yaml").write_text(ANTHROPIC_YAML)
     cfg = Config(prompts=[Prompt(id="replay", tools_path="tools.yaml")])
-    examples = [Example(id="bare"), Example(id="none", tools=[]), Example(id="ref", toolset_ref="sha256:ab")]
+    ref = "sha256:" + "ab" * 32
+    examples = [Example(id="bare"), Example(id="none", tools=[]), Example(id="ref", toolset_ref=ref)]
     out = apply_prompt_tools(examples, cfg, config_dir=tmp_path)
     assert [t.name for t in out[0].tools] == ["issue_refund"]
-    assert out[1].tools == [] and out[2].tools is None and out[2].toolset_ref == "sha256:ab"
+    assert out[1].tools == [] and out[2].tools is None and out[2].toolset_ref == ref
 
 
 # The test's own YAML writer folds control characters and line separators (NEL reads back as a

@@ -347,11 +347,11 @@ def test_render_run_report_rebuilds_both_files_from_the_run_directory(tmp_path):
     atomic_write_json(run_dir / "run.json", MANIFEST)
     atomic_write_jsonl(run_dir / "examples.jsonl", [ex.model_dump(mode="json", exclude_none=True)])
     atomic_write_jsonl(run_dir / "raw.jsonl", [c.model_dump(mode="json", exclude_none=True) for c in calls])
-    atomic_write_json(run_dir / "analysis.json", analysis)
+    atomic_write_json(run_dir / "analysis.json", {"schema_version": 2, **analysis})
     atomic_write_jsonl(run_dir / "scores.jsonl", scores)
     path = render_run_report(tmp_path, "run-1")
     assert path == run_dir / "report.html"
-    expected = orjson.loads(orjson.dumps(build_report(analysis, [ex], calls, MANIFEST, scores)))
+    expected = orjson.loads(orjson.dumps(build_report({"schema_version": 2, **analysis}, [ex], calls, MANIFEST, scores)))
     assert orjson.loads((run_dir / "report.json").read_bytes()) == expected
     assert "a → b" in expected["examples"][0]["tools_called"]
 
