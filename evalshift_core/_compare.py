@@ -8,19 +8,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._analysis import Analysis, Regression, analyze
-from ._config import Config
 from ._exceptions import EvalShiftError, InputError
 from ._io import atomic_write_json, atomic_write_jsonl
 from ._models import Call, Example
 from ._progress import tracked
-from ._report import build_report, write_report
-from ._run import check_sides, run
-from ._suite import DEFAULT_BASE, load_suite, suite_path
-from ._tools_file import apply_prompt_tools
+from .analysis import Analysis, Regression, analyze
 from .analysis._headline import headline
 from .analysis._tool_use import tool_use
+from .config._config import Config
+from .config._tools_file import apply_prompt_tools
 from .evaluators import build_evaluators, evaluate_run
+from .replay._run import check_sides, run
+from .report._report import build_report, write_report
+from .store._suites import DEFAULT_BASE, load_suite, suite_path
 
 _SCORE_COLUMNS = ["example_id", "tags", "evaluator", "name", "side", "source_score", "target_score", "difference",
                   "skipped", "labels"]
@@ -67,7 +67,7 @@ class Comparison:
         return f"<Comparison {said} ({models}{regressed} examples regressed; report {self.report_path})>"
 
     def _repr_html_(self) -> str:
-        from ._report import render_compact_html
+        from .report._report import render_compact_html
 
         return render_compact_html(self.analysis, self.report_path, tool_calls=self.tool_calls)
 
@@ -121,7 +121,7 @@ def _evaluate_and_report(
     run_dir: Path, manifest: dict[str, Any], examples: list[Example], calls: list[Call], config: Config
 ) -> tuple[Analysis, Path, dict[str, Any]]:
     """:func:`evaluate_and_report`, also handing back the per-tool counts (counted once per run)."""
-    from ._traces import load_traces
+    from .ingest._traces import load_traces
 
     # Timelines attached with `evalshift traces import` feed agent_trace; judges need the providers.
     scores = evaluate_run(examples, calls, config.evaluators, timelines=load_traces(run_dir), providers=config.providers)
@@ -176,7 +176,7 @@ def compare(
         if on_bad_line is None:
             examples = load_suite(path)
         else:
-            from ._preflight import replayable_examples
+            from .replay._preflight import replayable_examples
 
             examples = replayable_examples(path, base=base, config=cfg, on_bad_line=on_bad_line)
     # A prompt's tools_path gives its examples that carry no toolset their tools (seed 000).

@@ -211,7 +211,7 @@ class Example(_Record):
     @field_validator("toolset_ref")
     @classmethod
     def _ref_shape(cls, value: str | None) -> str | None:
-        from ._paths import toolset_ref_problem
+        from .store._paths import toolset_ref_problem
 
         problem = toolset_ref_problem(value) if value is not None else None
         if problem is not None:

@@ -13,7 +13,6 @@ from typing import Any, Literal
 
 from .._exceptions import ConfigError
 from .._models import Example
-from .._policy import MigrationPolicy
 from .._progress import counted, progress_bar
 from ..evaluators import ScoreRecord
 from ..evaluators._base import MISSED_BELOW
@@ -36,6 +35,7 @@ from ._labels import (
     regression_labels,
     tools_of,
 )
+from ._policy import MigrationPolicy
 from ._records import Analysis, ComparisonResult, LabelSummary, Regression
 from ._severity import MATERIAL_DROP, SEVERITIES, at_least, severity_of, severity_rank
 from ._stats import (

@@ -75,7 +75,7 @@ def build_evaluators(
         seen.add(key)
         ev.bind(built)
         if providers and isinstance(ev, LLMJudge):
-            from .._routing import route
+            from ..replay._routing import route
 
             ev.configure_provider(dict(providers.get(route(ev.model).provider) or {}))
     return built
@@ -99,7 +99,7 @@ def _as_trace(value: ToolTrace | Call | Mapping[str, Any] | None) -> tuple[ToolT
         return value.trace or ToolTrace(final_text=value.text), None
     data = dict(value)
     if "events" in data:
-        from .._traces import trace_from_events
+        from ..ingest._traces import trace_from_events
 
         events = list(data["events"])
         return trace_from_events(events), events
@@ -314,8 +314,8 @@ def evaluate(
     the defaults. Timelines imported with ``evalshift traces import`` feed ``agent_trace``.
     """
     from .._io import atomic_write_jsonl
-    from .._run import load_run, run_dir_for
-    from .._traces import load_traces
+    from ..ingest._traces import load_traces
+    from ..replay._run import load_run, run_dir_for
 
     evaluators_config = getattr(config, "evaluators", config)
     providers = getattr(config, "providers", None)

@@ -61,7 +61,7 @@ def parse_verdict(text: str | None) -> tuple[float, float, str] | None:
 def _make_client(provider: str, settings: dict[str, Any]) -> Any:
     # Imported here: the judge is the only evaluator that talks to a model.
     try:
-        from ..clients import make_client  # type: ignore[attr-defined]
+        from ..replay.clients import make_client  # type: ignore[attr-defined]
     except ImportError:
         from .._clients import make_client  # type: ignore[no-redef]
     return make_client(provider, settings)
@@ -97,7 +97,7 @@ class LLMJudge(Evaluator):
         self._settings = {**dict(settings or {}), **self._settings}
 
     def _judge(self, prompt: str) -> str | None:
-        from .._routing import route
+        from ..replay._routing import route
 
         ref = route(self.model)
         with self._lock:

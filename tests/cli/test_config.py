@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalshift_core._config import load_config, parse_config
 from evalshift_core._exceptions import ConfigError
-from evalshift_core._init import render_template
+from evalshift_core.config._config import load_config, parse_config
+from evalshift_core.config._init import render_template
 
 
 def _error(text: str) -> str:

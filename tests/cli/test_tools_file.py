@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalshift_core._config import Config, Prompt
 from evalshift_core._exceptions import ConfigError
 from evalshift_core._models import Example, Tool
-from evalshift_core._tools_file import apply_prompt_tools, load_tools_file
+from evalshift_core.config._config import Config, Prompt
+from evalshift_core.config._tools_file import apply_prompt_tools, load_tools_file
 
 ANTHROPIC_YAML = """\
 # Anthropic-shape
@@ -126,7 +126,7 @@ def test_the_library_compare_offers_a_prompts_tools_path_tools(tmp_path, demo_si
     """Library first: ``evalshift_core.compare()`` fills toolsets from ``tools_path`` exactly as
     ``evalshift compare`` does, relative to the config file's folder."""
     import evalshift_core
-    from evalshift_core._config import load_config
+    from evalshift_core.config._config import load_config
     project = tmp_path / "project"
     project.mkdir()
     (project / "tools.yaml").write_text(ANTHROPIC_YAML)

@@ -12,7 +12,7 @@ from _capture_agent import REFUND_TICKET, capture_turns, flat_spans, simulator, 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalshift_core._captures import (
+from evalshift_core.ingest._captures import (
     FilePosition,
     TurnAssembler,
     capture_files,

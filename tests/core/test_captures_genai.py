@@ -22,10 +22,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from evalshift_core import load_suite
-from evalshift_core._demo import find_example_agent
-from evalshift_core._ingest_genai import NOTE_NO_CONTENT, NOTE_NO_OUTPUT, NOTE_NO_TOOL_CHOICE
-from evalshift_core._suite import read_sidecar, toolset_path
-from evalshift_core._sync import sync
+from evalshift_core.cli._demo import find_example_agent
+from evalshift_core.ingest._genai import NOTE_NO_CONTENT, NOTE_NO_OUTPUT, NOTE_NO_TOOL_CHOICE
+from evalshift_core.promote._sync import sync
+from evalshift_core.store._suites import read_sidecar, toolset_path
 from evalshift_sdk._exporter import encode_request
 from evalshift_sdk._toolsets import normalise_toolset, toolset_ref
 
@@ -153,8 +153,8 @@ _VALUES = st.one_of(st.text(max_size=8), st.integers(), st.none(), st.just("[]")
 @given(st.dictionaries(_KEYS, _VALUES, max_size=8))
 def test_foreign_attributes_never_break_ingest(attrs):
     """Whatever another instrumentation wrote, reading it yields an event or says what is missing."""
-    from evalshift_core._captures import Span
-    from evalshift_core._ingest_genai import model_call_event
+    from evalshift_core.ingest._captures import Span
+    from evalshift_core.ingest._genai import model_call_event
 
     span = Span({"traceId": "1" * 32, "spanId": "2" * 16, "name": "chat"}, "other", "f:1")
     span._attrs = {k: v for k, v in attrs.items() if v is not None}

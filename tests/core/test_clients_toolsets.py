@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from evalshift_core import Example, run
 from evalshift_core._models import Tool
-from evalshift_core._routing import route
-from evalshift_core.clients import make_client
-from evalshift_core.clients._base import classify_error, neutral_config
+from evalshift_core.replay._routing import route
+from evalshift_core.replay.clients import make_client
+from evalshift_core.replay.clients._base import classify_error, neutral_config
 from evalshift_core.simulator import Simulator, load_scripts
 
 STRICT_TOOLS = [
@@ -117,7 +117,7 @@ def test_gemini_cannot_honour_parallel_tool_calls(sim, tmp_path):
 
 
 def test_settings_move_to_each_providers_names(sim, tmp_path):
-    from evalshift_core.clients._anthropic import sdk_accepts
+    from evalshift_core.replay.clients._anthropic import sdk_accepts
 
     config = {"max_tokens": 50, "stop": "END", "temperature": 0, "seed": 7}
     body, call = _replay(sim, tmp_path, "anthropic:m", config)

@@ -6,7 +6,7 @@ import pytest
 
 from evalshift_core import load_config
 from evalshift_core._exceptions import ConfigError
-from evalshift_core._policy import EvaluatorThreshold, MigrationPolicy
+from evalshift_core.analysis._policy import EvaluatorThreshold, MigrationPolicy
 
 
 def test_seed_000_budget_block_parses(tmp_path):

@@ -19,9 +19,9 @@ from _capture_agent import (
 )
 
 import evalshift_sdk
-from evalshift_core._captures import load_captures
 from evalshift_core._models import Example
-from evalshift_core._promote import promote_capture, promote_example
+from evalshift_core.ingest._captures import load_captures
+from evalshift_core.promote._examples import promote_capture, promote_example
 
 SECURITY_TICKET = "Someone logged in from another country. I think I was hacked."
 
@@ -209,7 +209,7 @@ def test_on_disk_shape_is_exactly_what_save_suite_writes(captured):
 
 def _capture(rounds: list[list[tuple[str, dict, object]]], *, results: bool | list[bool] = True, answer: bool = True):
     """A capture of requested rounds; each call (name, args, result); ``results`` per round."""
-    from evalshift_core._captures import Capture
+    from evalshift_core.ingest._captures import Capture
 
     events: list[dict] = []
     n = 0
@@ -312,7 +312,7 @@ def test_unknown_keys_without_wrapper_shape_warn_and_stay():
 
 
 def test_application_retries_of_a_failed_call_collapse_on_executed_truth():
-    from evalshift_core._captures import Capture
+    from evalshift_core.ingest._captures import Capture
 
     events = [{"type": "model_call", "round_index": 1, "toolset_ref": None, "generation_config": {},
                "messages": [], "requested_tool_calls": None, "text": None}]

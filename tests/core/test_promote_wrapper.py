@@ -15,7 +15,7 @@ from _capture_agent import REFUND_TICKET, capture_turns, default_tools, simulato
 
 import evalshift_sdk
 from evalshift_core import load_suite
-from evalshift_core._sync import sync
+from evalshift_core.promote._sync import sync
 
 ABSENT = "expected_tools arguments use keys absent from the tool schema"
 

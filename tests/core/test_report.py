@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from evalshift_core._exceptions import InputError
 from evalshift_core._io import atomic_write_json, atomic_write_jsonl
 from evalshift_core._models import Call, Example, FixtureResult, ToolCall, ToolTrace
-from evalshift_core._report import (
+from evalshift_core.report._report import (
     build_report,
     embed_json,
     field_explanations,
@@ -398,7 +398,7 @@ def test_open_report_hands_the_file_url_to_the_users_browser(tmp_path):
     page = tmp_path / "my report.html"
     page.write_text("<!doctype html>")
     env = {**os.environ, "BROWSER": str(browser), "DISPLAY": ""}
-    code = f"from evalshift_core._report import open_report; print(open_report({str(page)!r}))"
+    code = f"from evalshift_core.report._report import open_report; print(open_report({str(page)!r}))"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "True"
     assert seen.read_text().strip() == page.as_uri()

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from evalshift_core._models import Call, Example, FixtureResult, ToolCall, ToolTrace
-from evalshift_core._report import build_report, write_report
+from evalshift_core.report._report import build_report, write_report
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
@@ -339,7 +339,7 @@ def test_the_first_screen_of_a_real_comparison_shows_the_headline_and_the_per_to
     import base64
 
     from evalshift_core import compare
-    from evalshift_core._demo import DEMO_CONFIG
+    from evalshift_core.cli._demo import DEMO_CONFIG
 
     tools = [{"name": n, "input_schema": {"type": "object", "properties": {}}}
              for n in ("lookup_order", "issue_refund", "notify_security_team")]

@@ -22,9 +22,9 @@ from test_run_replay import (
 )
 
 from evalshift_core import ConfigError, Example, run
-from evalshift_core._batch import BatchPolicy, BatchState, custom_id
-from evalshift_core._pricing import default_prices, load_prices
-from evalshift_core._run import RetryPolicy
+from evalshift_core.replay._batch import BatchPolicy, BatchState, custom_id
+from evalshift_core.replay._pricing import default_prices, load_prices
+from evalshift_core.replay._run import RetryPolicy
 from evalshift_core.simulator import Simulator
 
 FAST = BatchPolicy(poll_s=0.02, max_poll_s=0.1)

@@ -219,7 +219,7 @@ def test_text_only_row_sends_no_tools_beside_an_agent_row(sim, tmp_path):
     """seed 001: 'an inline tools list ([] is a real "no tools offered" value) ... one suite freely
     mixes agent and text-only rows under the same prompt'."""
     from evalshift_core._models import Toolset
-    from evalshift_core._suite import write_toolset
+    from evalshift_core.store._suites import write_toolset
 
     toolset = Toolset.model_validate(TOOLS)
     write_toolset(tmp_path, toolset.ref, toolset.canonical())
@@ -281,7 +281,7 @@ def test_a_suite_promoted_with_rounds_all_replays_teacher_forced_end_to_end(demo
     import sys
 
     from evalshift_core import load_suite, sync
-    from evalshift_core._demo import find_example_agent
+    from evalshift_core.cli._demo import find_example_agent
 
     env = dict(os.environ, EVALSHIFT_CAPTURE="1", EVALSHIFT_CAPTURE_DIR=str(tmp_path / "caps"),
                OPENAI_BASE_URL=demo_simulator.openai_base_url, OPENAI_API_KEY="k")

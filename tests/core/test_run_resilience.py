@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from evalshift_core import Example, ReplayError, run
-from evalshift_core._run import RetryPolicy
+from evalshift_core.replay._run import RetryPolicy
 from evalshift_core.simulator import Simulator, load_scripts
 
 SCRIPTS = {
@@ -111,7 +111,7 @@ def test_max_cost_needs_a_price_for_every_model(tmp_path):
 
 
 def test_price_table_file_under_base_overrides_the_shipped_one(tmp_path):
-    from evalshift_core._pricing import load_prices
+    from evalshift_core.replay._pricing import load_prices
 
     assert load_prices(tmp_path).lookup("openai:gpt-4o-2024-08-06").input == 2.5
     assert load_prices(tmp_path).lookup("openai:gpt-4o-mini-2024-07-18").input == 0.15
@@ -232,7 +232,7 @@ def test_a_provider_model_entry_points_one_model_at_its_own_server(tmp_path):
 
 def test_price_table_from_env_yaml_and_bad_entries_named(tmp_path, monkeypatch):
     from evalshift_core import ConfigError
-    from evalshift_core._pricing import load_prices
+    from evalshift_core.replay._pricing import load_prices
 
     table = tmp_path / "p.yaml"
     table.write_text("anthropic:claude-sonnet-4:\n  input: 1\n  output: 2\n")

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalshift_core import Call, Example, InputError
-from evalshift_core._run import _read_rows, recorded_rounds, round_messages
-from evalshift_core.clients import to_openai_messages
+from evalshift_core.replay._run import _read_rows, recorded_rounds, round_messages
+from evalshift_core.replay.clients import to_openai_messages
 
 
 def _example(results: list[list[dict]], calls: list[list[dict]] | None = None, **extra) -> Example:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evalshift_core import evaluate_run, run
-from evalshift_core._demo import DEMO_SCRIPTS
+from evalshift_core.cli._demo import DEMO_SCRIPTS
 from evalshift_core.simulator import Simulator, load_scripts
 from evalshift_core.simulator._recorder import record_example
 

@@ -11,7 +11,7 @@ from typing import Any
 import openai
 import pytest
 
-from evalshift_core._demo import DEMO_NOISE, DEMO_SCRIPTS, find_example_agent
+from evalshift_core.cli._demo import DEMO_NOISE, DEMO_SCRIPTS, find_example_agent
 from evalshift_core.simulator import Simulator, load_scripts
 from evalshift_core.simulator._worlds import (
     FREE_TEXT_FIELDS,

@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 
 from evalshift_core import load_suite
 from evalshift_core._exceptions import InputError, UnknownToolsetError
-from evalshift_core._lock import file_lock
-from evalshift_core._suite import resolve_tools, toolset_path
-from evalshift_core._sync import LOCK_FILE, STATE_FILE, promote_files, sync
+from evalshift_core.promote._sync import LOCK_FILE, STATE_FILE, promote_files, sync
+from evalshift_core.store._lock import file_lock
+from evalshift_core.store._suites import resolve_tools, toolset_path
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +160,7 @@ def test_two_syncs_at_once_write_each_example_once(two_turns, tmp_path):
     captures = _copy_dir(two_turns[0], tmp_path / "captures")
     _copy_dir(two_turns[1], captures, prefix="b-")
     base = tmp_path / "base"
-    code = ("import sys; from evalshift_core._sync import sync; "
+    code = ("import sys; from evalshift_core.promote._sync import sync; "
             f"r = sync({str(captures)!r}, base={str(base)!r}, suite_name='s'); print(r.added)")
     procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) for _ in range(2)]
     added = sorted(int(p.communicate(timeout=120)[0].split()[-1]) for p in procs)
@@ -188,7 +188,7 @@ def test_a_failure_mid_sync_loses_nothing_already_written(two_turns, tmp_path, m
     sync(captures, base=base, suite_name="s")
     before = _snapshot(base)
     extra = _copy_dir(two_turns[1], tmp_path / "more")
-    from evalshift_core import _sync
+    from evalshift_core.promote import _sync
 
     def boom(*args, **kwargs):
         raise RuntimeError("disk on fire")
@@ -348,7 +348,7 @@ def test_turn_held_back_long_after_later_turns_is_reported(two_turns, tmp_path):
 
 def test_support_agent_example_syncs_into_known_rounds(demo_simulator, tmp_path):
     """examples/support_agent.py on the demo's baseline model, synced with --rounds all."""
-    from evalshift_core._demo import find_example_agent
+    from evalshift_core.cli._demo import find_example_agent
 
     env = {"PATH": "/usr/bin:/bin", "EVALSHIFT_CAPTURE": "1", "EVALSHIFT_CAPTURE_DIR": str(tmp_path / "captures"),
            "OPENAI_BASE_URL": demo_simulator.openai_base_url, "OPENAI_API_KEY": "sk-test"}

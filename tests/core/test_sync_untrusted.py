@@ -20,7 +20,7 @@ from _capture_agent import (
 )
 
 from evalshift_core import load_suite
-from evalshift_core._sync import STATE_FILE, sync
+from evalshift_core.promote._sync import STATE_FILE, sync
 
 
 @pytest.fixture(scope="module")

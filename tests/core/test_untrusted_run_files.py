@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from evalshift_core._cache import ResponseCache
 from evalshift_core._exceptions import ConfigError
-from evalshift_core._pricing import load_prices
-from evalshift_core.clients import ModelResponse, PreparedRequest
+from evalshift_core.replay._cache import ResponseCache
+from evalshift_core.replay._pricing import load_prices
+from evalshift_core.replay.clients import ModelResponse, PreparedRequest
 
 
 @pytest.mark.parametrize("entry", ['[]', '{"cache_version": 1}', '{"cache_version": 1, "response": 5}',

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from evalshift_core import Call, Example, InputError, RunNotFoundError, ToolCall, ToolTrace
-from evalshift_core._traces import TRACES_FILE, import_traces, load_traces, trace_from_events
 from evalshift_core.evaluators import evaluate
+from evalshift_core.ingest._traces import TRACES_FILE, import_traces, load_traces, trace_from_events
 
 RUN_ID = "20261130-000000-abc123"
 SAFETY = {"agent_trace": [{"name": "safety", "check_missing_verification": True,
