@@ -31,9 +31,10 @@ from .ingest._captures import Capture, load_captures
 from .ingest._traces import import_traces
 from .promote._examples import Promotion, promote, promote_capture
 from .promote._sync import SyncResult, promote_files, sync
-from .replay._run import RunResult, load_run, run
+from .replay._run import RunResult, run
 from .report._report import build_report, open_report, render_html, render_run_report, write_report
 from .simulator import Simulator
+from .store._runs import load_run
 from .store._suites import load_suite, resolve_tools, save_suite
 
 __all__ = [

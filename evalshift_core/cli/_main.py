@@ -495,7 +495,7 @@ def _resumable(base: str, run_id: str) -> tuple[dict[str, Any], list[Any]]:
 
     from .._io import iter_jsonl
     from .._models import Example
-    from ..replay._run import run_dir_for
+    from ..store._runs import run_dir_for
 
     run_dir = run_dir_for(base, run_id)
     if not (run_dir / "run.json").exists():
@@ -519,12 +519,13 @@ def _print_status(base: str, run_id: str, cfg: Any, as_json: bool) -> None:
 def _evaluate(base: str, run_id: str, cfg: Any) -> tuple[Path, Any, Path]:
     """Score a finished run, analyse it and write its report (the compare steps after replay)."""
     from .. import _compare
-    from ..replay import _run
+    from ..replay._run import check_sides
+    from ..store._runs import load_run, run_dir_for
 
-    manifest, examples, calls = _run.load_run(base, run_id)
-    _run.check_sides(run_id, calls)
+    manifest, examples, calls = load_run(base, run_id)
+    check_sides(run_id, calls)
     progress(f"evaluating run {run_id} ({len(examples)} examples) ...")
-    run_dir = _run.run_dir_for(base, run_id)
+    run_dir = run_dir_for(base, run_id)
     analysis, report_path = _compare.evaluate_and_report(run_dir, manifest, examples, calls, cfg)
     return run_dir, analysis, report_path
 

@@ -315,7 +315,7 @@ def evaluate(
     """
     from .._io import atomic_write_jsonl
     from ..ingest._traces import load_traces
-    from ..replay._run import load_run, run_dir_for
+    from ..store._runs import load_run, run_dir_for
 
     evaluators_config = getattr(config, "evaluators", config)
     providers = getattr(config, "providers", None)

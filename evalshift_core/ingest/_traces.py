@@ -148,7 +148,7 @@ def import_traces(
     the same ``(prompt_id, example_id, role)`` is replaced; every other one is kept. Nothing is
     written unless every file is valid.
     """
-    from ..replay._run import load_run, run_dir_for
+    from ..store._runs import load_run, run_dir_for
 
     _manifest, examples, _calls = load_run(base, run_id)
     known = {e.id for e in examples}

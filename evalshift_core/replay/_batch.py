@@ -640,8 +640,8 @@ def status(base: str | Path, run_id: str, providers: Mapping[str, Mapping[str, A
     """A run's progress: rows written, and each batch's state (asked of the provider when it has
     not ended and ``refresh``; the stored state when the provider cannot be reached)."""
     from .._io import iter_jsonl
+    from ..store._runs import run_dir_for
     from ._routing import route, settings_for
-    from ._run import run_dir_for
     from .clients import make_client
 
     run_dir = run_dir_for(base, run_id)

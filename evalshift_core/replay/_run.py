@@ -9,7 +9,6 @@ import asyncio
 import concurrent.futures
 import os
 import random
-import secrets
 import sys
 import time
 from collections.abc import Mapping
@@ -19,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from .._exceptions import EvalShiftError, InputError, ReplayError, RunNotFoundError
+from .._exceptions import EvalShiftError, InputError, ReplayError
 from .._io import atomic_write_json, atomic_write_jsonl, iter_models, read_json_object
 from .._models import (
     SCHEMA_VERSION,
@@ -32,6 +31,7 @@ from .._models import (
     Usage,
 )
 from ..store._lock import run_lock
+from ..store._runs import new_run_id, run_dir_for
 from ..store._suites import DEFAULT_BASE, resolve_tools
 from ._cache import ResponseCache
 from ._pricing import PriceTable, load_prices
@@ -82,16 +82,6 @@ class RetryPolicy:
 
 
 # -- messages ------------------------------------------------------------------------------
-
-
-def new_run_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
-
-
-def run_dir_for(base: str | os.PathLike[str], run_id: str) -> Path:
-    from ..store._paths import check_name, under
-
-    return under(Path(base) / "runs", check_name(run_id, what="run id", field="run_id"))
 
 
 def render_prompt(example: Example, template: str = DEFAULT_TEMPLATE) -> str:
@@ -641,21 +631,6 @@ def _replay_in_batches(units: list[Unit], replayer: _Replayer, raw: Path, out: P
         raise
     finally:
         bar.close()
-
-
-def load_run(base: str | os.PathLike[str], run_id: str) -> tuple[dict[str, Any], list[Example], list[Call]]:
-    """Read a run's manifest, examples and Call rows back (a progress bar when it takes a while)."""
-    from .._progress import count_lines, counted, progress_bar
-
-    out = run_dir_for(base, run_id)
-    if not (out / "run.json").exists():
-        raise RunNotFoundError(f"no run {run_id!r} under {Path(base) / 'runs'}")
-    manifest = read_json_object(out / "run.json", what="run manifest")
-    files = [out / "examples.jsonl", out / "raw.jsonl"]
-    with progress_bar(sum(count_lines(f) for f in files if f.exists()), f"load {run_id}") as bar:
-        examples = [e for _, e in counted(iter_models(files[0], Example, what="example"), bar)]
-        calls = [c for _, c in counted(iter_models(files[1], Call, what="Call row"), bar)]
-    return manifest, examples, calls
 
 
 def failed_side(calls: list[Call]) -> tuple[str, list[Call]] | None:

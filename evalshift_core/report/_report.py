@@ -909,7 +909,7 @@ def render_run_report(base: str | os.PathLike[str], run_id: str) -> Path:
     """Rebuild ``report.json`` and ``report.html`` of a finished run from its files on disk."""
     from ..analysis import load_analysis
     from ..evaluators import ScoreRecord
-    from ..replay._run import load_run, run_dir_for
+    from ..store._runs import load_run, run_dir_for
 
     manifest, examples, calls = load_run(base, run_id)
     run_dir = run_dir_for(base, run_id)

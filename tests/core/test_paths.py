@@ -9,7 +9,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evalshift_core import Example, InputError, run
-from evalshift_core.replay._run import run_dir_for
 from evalshift_core.store._paths import (
     UnsafeNameError,
     check_toolset_ref,
@@ -18,6 +17,7 @@ from evalshift_core.store._paths import (
     toolset_ref_problem,
     under,
 )
+from evalshift_core.store._runs import run_dir_for
 from evalshift_core.store._suites import suite_path, toolset_path
 
 GOOD_REF = "sha256:" + "0123456789abcdef" * 4
