@@ -163,18 +163,11 @@ def _progress(total: int, progress: bool | None) -> Any:
 
 @contextmanager
 def _cyclic_gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while scoring a run; then file what survived as old.
+    """Pause the cyclic garbage collector while scoring a run.
 
     Scoring allocates many small dicts and lists and keeps every record, so the collector's
     passes would re-traverse an ever larger heap; the evaluators create no reference cycles,
-    so reference counting frees everything they drop. What survives the run is the records,
-    alive by construction (they are returned): the young-generation passes that would follow
-    (one at the next allocation, one a few later, each over every record) could free nothing,
-    so ``gc.freeze(); gc.unfreeze()`` moves every live object (the records, and whatever the
-    host allocated since its last collection) straight to the oldest generation, where full
-    collections see them as they see any long-lived data; a host's young garbage cycle then waits
-    for the next full collection. Skipped when the host froze objects itself (``gc.freeze``
-    before forking): ``unfreeze`` would undo that.
+    so reference counting frees everything they drop. The host's heap is left as it was.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -182,9 +175,6 @@ def _cyclic_gc_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
-            if gc.get_freeze_count() == 0:
-                gc.freeze()
-                gc.unfreeze()
             gc.enable()
 
 
