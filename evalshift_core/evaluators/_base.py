@@ -1,4 +1,7 @@
-"""What every evaluator is and produces: the Evaluator base class and ``scores.jsonl`` records.
+"""What every evaluator is and produces: the evaluator contract and ``scores.jsonl`` records.
+
+An evaluator writes one method, ``score_pair(pair)``; :class:`ToolEvaluator` and
+:class:`TextEvaluator` hold what the evaluators of each kind share.
 
 Also what several evaluators share: the per-pair derived data (:class:`Pair`), replayed rounds,
 JSON equality, call matching, and records built without validation.
@@ -8,14 +11,19 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
+from functools import wraps
 from operator import attrgetter
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, Field
 
 from .._models import Example, ToolCall, ToolTrace
+from ._text import answer_text, is_empty, skipped_metadata
 
-SEVERITIES = ("low", "medium", "high", "critical")
+Severity = Literal["low", "medium", "high", "critical"]
+"""How bad a regression is, lowest first."""
+SEVERITIES: tuple[Severity, ...] = get_args(Severity)
+"""Every severity, lowest first: the one list the analysis, the policy and the report read."""
 
 # Options every evaluator accepts; each type adds its own in ``options``.
 COMMON_OPTIONS = frozenset({"name", "severity_floor"})
@@ -47,11 +55,14 @@ class ScoreRecord(BaseModel):
 class Evaluator:
     """Base class: one configured instance of an evaluator type.
 
-    Subclasses set ``type_name`` (the config key under ``evaluators:``), ``options`` (the
-    settings they accept besides ``name`` and ``severity_floor``) and implement :meth:`score`.
+    Subclass :class:`ToolEvaluator` or :class:`TextEvaluator`, set ``type_name`` (the config key
+    under ``evaluators:``) and ``options`` (the settings accepted besides ``name`` and
+    ``severity_floor``), and write :meth:`score_pair`.
     """
 
     type_name: ClassVar[str] = ""
+    kind: ClassVar[Literal["tool", "text", ""]] = ""
+    """``tool`` (compares tool calls; the report shows its rows as traces) or ``text`` (compares answers)."""
     options: ClassVar[frozenset[str]] = frozenset()
     reads_arguments: ClassVar[bool] = False
     """Its comparison reads call arguments: a baseline recorded names-only cannot serve it."""
@@ -85,6 +96,14 @@ class Evaluator:
         """
         return False
 
+    def score_pair(self, pair: Pair) -> list[ScoreRecord]:
+        """Score one pair: one record per side this evaluator grades (what ``evaluate_run`` calls).
+
+        The one method an evaluator writes. ``pair`` holds the example, both traces, imported
+        timelines, and the derived data every tool evaluator reads (computed once per pair).
+        """
+        raise NotImplementedError
+
     def score(
         self,
         example: Example,
@@ -93,16 +112,8 @@ class Evaluator:
         *,
         timelines: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None,
     ) -> list[ScoreRecord]:
-        """Score one pair; ``timelines`` are imported event lists (only ``agent_trace`` reads them)."""
-        raise NotImplementedError
-
-    def score_pair(self, pair: Pair) -> list[ScoreRecord]:
-        """Score one pair from its :class:`Pair` (what ``evaluate_run`` calls).
-
-        The tool evaluators read the pair's derived data, computed once for all of them; the
-        default scores the plain traces.
-        """
-        return self.score(pair.example, pair.source, pair.target, timelines=pair.timelines)
+        """:meth:`score_pair` on a pair built from its parts (``timelines``: imported event lists)."""
+        return self.score_pair(Pair(example, source, target, timelines))
 
     def record(
         self,
@@ -119,6 +130,51 @@ class Evaluator:
             example.id, self.type_name, self.name, side, float(source_score), float(target_score), skipped,
             labels if labels is not None else [], metadata if metadata is not None else {},
         )
+
+
+class ToolEvaluator(Evaluator):
+    """An evaluator of tool calls: reads ``pair``'s traces and the call data it derives once."""
+
+    kind = "tool"
+
+
+class TextEvaluator(Evaluator):
+    """An evaluator of the answers' text.
+
+    A turn that ends in tool calls has no text. When neither side answered in text, the pair is
+    skipped here, before the subclass's ``score_pair`` runs, never scored as a tie (seed 000):
+    the record scores both sides ``skipped_score`` and its metadata says why, with the instance
+    attributes named in ``skipped_details``. A subclass's ``score_pair`` therefore always has at
+    least one side's answer to read.
+    """
+
+    kind = "text"
+    skipped_score: ClassVar[float] = 1.0
+    """Both sides' score on a both-empty pair."""
+    skipped_details: ClassVar[tuple[str, ...]] = ()
+    """Instance attributes copied into a both-empty pair's metadata (``model``, ``mode``)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("score_pair")
+        if own is not None:
+            cls.score_pair = _skipping_empty_answers(own)  # type: ignore[method-assign]
+
+    def skipped_record(self, example: Example) -> ScoreRecord:
+        """The record of a pair in which neither side answered in text."""
+        details = {attr: getattr(self, attr) for attr in self.skipped_details}
+        return self.record(example, source_score=self.skipped_score, target_score=self.skipped_score, skipped=True,
+                           metadata=skipped_metadata(**details))
+
+
+def _skipping_empty_answers(score_pair: Callable[[Any, Pair], list[ScoreRecord]]) -> Any:
+    @wraps(score_pair)
+    def wrapper(self: TextEvaluator, pair: Pair) -> list[ScoreRecord]:
+        if is_empty(answer_text(pair.source)) and is_empty(answer_text(pair.target)):
+            return [self.skipped_record(pair.example)]
+        return score_pair(self, pair)
+
+    return wrapper
 
 
 MISSED_BELOW = 0.5
