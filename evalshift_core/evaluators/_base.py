@@ -29,8 +29,8 @@ SEVERITIES: tuple[Severity, ...] = get_args(Severity)
 COMMON_OPTIONS = frozenset({"name", "severity_floor"})
 
 
-class ScoreRecord(BaseModel):
-    """One row of ``scores.jsonl``: one example, one evaluator (one side where it has two)."""
+class ScoredPair(BaseModel):
+    """The fields every per-example row shares: which example, which evaluator, both sides' scores."""
 
     example_id: str
     """The example scored."""
@@ -44,6 +44,11 @@ class ScoreRecord(BaseModel):
     """Score of the source model in [0, 1]."""
     target_score: float
     """Score of the target model in [0, 1]."""
+
+
+class ScoreRecord(ScoredPair):
+    """One row of ``scores.jsonl``: one example, one evaluator (one side where it has two)."""
+
     skipped: bool = False
     """True when the pair could not be measured; it then leaves every rate."""
     labels: list[str] = Field(default_factory=list)
