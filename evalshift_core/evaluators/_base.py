@@ -131,6 +131,7 @@ class Evaluator:
         labels: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> ScoreRecord:
+        """This instance's score record for ``example`` (scores in [0, 1]; ``side`` where it has two)."""
         return new_record(
             example.id, self.type_name, self.name, side, float(source_score), float(target_score), skipped,
             labels if labels is not None else [], metadata if metadata is not None else {},
