@@ -210,7 +210,7 @@ def test_unvalidated_records_equal_validated_ones():
 
 
 def test_records_sharing_their_fields_set_stay_independent():
-    """Unvalidated records share one fields-set and their dicts' key table; assigning to one changes no other."""
+    """Records built without validation stay independent: assigning to one changes no other."""
     a, b = (new_record(*copy.deepcopy(list(RECORD_VALUES.values()))) for _ in range(2))
     a.labels = []
     a.target_score = 1.0
