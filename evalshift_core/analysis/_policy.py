@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..evaluators._base import Severity
+from ..evaluators._records import Severity
 
 
 class EvaluatorThreshold(BaseModel):

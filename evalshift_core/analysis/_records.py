@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from .._exceptions import InputError
-from ..evaluators._base import ScoredPair
+from ..evaluators._records import ScoredPair
 
 ANALYSIS_SCHEMA_VERSION = 3
 """Version 2 adds ``banners``, ``policy`` and the per-comparison detail beyond design.md's keys;

@@ -7,7 +7,8 @@ registers with :func:`evaluator` or an ``evalshift.evaluators`` entry point.
 
 from __future__ import annotations
 
-from ._base import SEVERITIES, Evaluator, Pair, ScoreRecord, Severity, TextEvaluator, ToolEvaluator
+from ._base import Evaluator, Pair, TextEvaluator, ToolEvaluator
+from ._records import SEVERITIES, ScoreRecord, Severity
 from ._registry import (
     DEFAULT_EVALUATORS,
     ENTRY_POINT_GROUP,

@@ -4,7 +4,8 @@ An evaluator writes one method, ``score_pair(pair)``; :class:`ToolEvaluator` and
 :class:`TextEvaluator` hold what the evaluators of each kind share.
 
 Also what several evaluators share: the per-pair derived data (:class:`Pair`), replayed rounds,
-JSON equality, call matching, and records built without validation.
+JSON equality and call matching. The record models live in ``_records``, the measured
+speed shortcuts in ``_speed``.
 """
 
 from __future__ import annotations
@@ -13,48 +14,15 @@ from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from functools import wraps
 from operator import attrgetter
-from typing import Any, ClassVar, Literal, get_args
-
-from pydantic import BaseModel, Field
+from typing import Any, ClassVar, Literal
 
 from .._models import Example, ToolCall, ToolTrace
+from ._records import SEVERITIES, ScoreRecord
+from ._speed import new_record
 from ._text import answer_text, is_empty, skipped_metadata
-
-Severity = Literal["low", "medium", "high", "critical"]
-"""How bad a regression is, lowest first."""
-SEVERITIES: tuple[Severity, ...] = get_args(Severity)
-"""Every severity, lowest first: the one list the analysis, the policy and the report read."""
 
 # Options every evaluator accepts; each type adds its own in ``options``.
 COMMON_OPTIONS = frozenset({"name", "severity_floor"})
-
-
-class ScoredPair(BaseModel):
-    """The fields every per-example row shares: which example, which evaluator, both sides' scores."""
-
-    example_id: str
-    """The example scored."""
-    evaluator: str
-    """Evaluator type name (``tool_selection``, ...)."""
-    name: str
-    """The configured instance's name."""
-    side: str | None = None
-    """``conformance`` or ``divergence`` where the evaluator has two sides."""
-    source_score: float
-    """Score of the source model in [0, 1]."""
-    target_score: float
-    """Score of the target model in [0, 1]."""
-
-
-class ScoreRecord(ScoredPair):
-    """One row of ``scores.jsonl``: one example, one evaluator (one side where it has two)."""
-
-    skipped: bool = False
-    """True when the pair could not be measured; it then leaves every rate."""
-    labels: list[str] = Field(default_factory=list)
-    """Regression labels (TOOL_SELECTION_DRIFT, ...)."""
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    """Evaluator-specific detail; ``rounds`` on multi-round pairs."""
 
 
 class Evaluator:
@@ -208,28 +176,6 @@ tool_name_of = attrgetter("tool_name")
 
 _ABSENT: Any = object()
 """A value no caller passes: a missing key, a lazy value not computed yet."""
-
-
-def new_record(
-    example_id: str,
-    evaluator: str,
-    name: str,
-    side: str | None,
-    source_score: float,
-    target_score: float,
-    skipped: bool,
-    labels: list[str],
-    metadata: dict[str, Any],
-) -> ScoreRecord:
-    """A ScoreRecord from values that are ours and already valid (the evaluators' hot paths).
-
-    ``model_construct`` skips validation: on a 100k-pair run validating each record would cost
-    more than the scoring it reports.
-    """
-    return ScoreRecord.model_construct(
-        example_id=example_id, evaluator=evaluator, name=name, side=side, source_score=source_score,
-        target_score=target_score, skipped=skipped, labels=labels, metadata=metadata,
-    )
 
 
 class Pair:

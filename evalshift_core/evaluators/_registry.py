@@ -8,18 +8,18 @@ evaluator registers with the :func:`evaluator` decorator, or as an entry point i
 from __future__ import annotations
 
 import difflib
-import gc
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from importlib import metadata
 from typing import Any, TypeVar, overload
 
 from .._exceptions import ConfigError
 from .._models import Call, Example, ToolTrace
-from ._base import Evaluator, Pair, ScoreRecord
+from ._base import Evaluator, Pair
 from ._calibration import Samples, calibrate
+from ._records import ScoreRecord
+from ._speed import cyclic_gc_paused
 from .agent_trace import AgentTrace
 from .llm_judge import LLMJudge
 from .semantic import Semantic
@@ -246,23 +246,6 @@ def _progress(total: int, progress: bool | None) -> Any:
     return tqdm(total=total, desc="evaluate", unit="example", disable=not progress, leave=False)
 
 
-@contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while scoring a run.
-
-    Scoring allocates many small dicts and lists and keeps every record, so the collector's
-    passes would re-traverse an ever larger heap; the evaluators create no reference cycles,
-    so reference counting frees everything they drop. The host's heap is left as it was.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 class _OutOfOrder(Exception):
     """The run's rows are not one source and one target row per example, in example order."""
 
@@ -332,7 +315,7 @@ def evaluate_run(
     baseline (:mod:`._calibration`): its recording, the source's repeats, or an imported baseline.
     """
     built = build_evaluators(evaluators, providers=providers) if evaluators is None or isinstance(evaluators, Mapping) else _resolve(evaluators)
-    with _progress(len(examples), progress) as bar, _cyclic_gc_paused():
+    with _progress(len(examples), progress) as bar, cyclic_gc_paused():
         try:
             return _score_rows(_rows_in_order(examples, calls), built, timelines, bar)
         except _OutOfOrder:
