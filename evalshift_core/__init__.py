@@ -26,7 +26,16 @@ from .analysis import Analysis, ComparisonResult, Regression, analyze, load_anal
 from .analysis._policy import MigrationPolicy
 from .cli._demo import DEMO_SCRIPTS
 from .config._config import Config, load_config
-from .evaluators import LABELS, ScoreRecord, evaluate, evaluate_pair, evaluate_run
+from .evaluators import (
+    LABELS,
+    ScoreRecord,
+    TextEvaluator,
+    ToolEvaluator,
+    evaluate,
+    evaluate_pair,
+    evaluate_run,
+    evaluator,
+)
 from .ingest._captures import Capture, load_captures
 from .ingest._traces import import_traces
 from .promote._examples import Promotion, promote, promote_capture
@@ -61,8 +70,10 @@ __all__ = [
     "ScoreRecord",
     "Simulator",
     "SyncResult",
+    "TextEvaluator",
     "Tool",
     "ToolCall",
+    "ToolEvaluator",
     "ToolTrace",
     "Toolset",
     "UnknownToolsetError",
@@ -73,6 +84,7 @@ __all__ = [
     "evaluate_and_report",
     "evaluate_pair",
     "evaluate_run",
+    "evaluator",
     "import_traces",
     "load_analysis",
     "load_captures",

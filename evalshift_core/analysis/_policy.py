@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-Severity = Literal["low", "medium", "high", "critical"]
+from ..evaluators._records import Severity
 
 
 class EvaluatorThreshold(BaseModel):

@@ -6,6 +6,7 @@ comes with the nearest valid one ("did you mean 'content'?").
 
 from __future__ import annotations
 
+import copy
 import difflib
 import os
 import re
@@ -113,7 +114,9 @@ class Replay(BaseModel):
 
 
 def _default_evaluators() -> dict[str, Any]:
-    return {"tool_selection": [{"name": "tool_selection"}]}
+    from ..evaluators import DEFAULT_EVALUATORS
+
+    return copy.deepcopy(DEFAULT_EVALUATORS)
 
 
 class Config(BaseModel):
@@ -167,14 +170,10 @@ class Config(BaseModel):
             return {}
         if not isinstance(value, Mapping):
             raise ValueError("evaluators must be a mapping of evaluator type to a list of instances")
-        from ..evaluators import REGISTRY
+        from ..evaluators import evaluator_class
 
         for type_name, instances in value.items():
-            if type_name not in REGISTRY:
-                raise ValueError(
-                    f"unknown evaluator type {type_name!r}{_did_you_mean(str(type_name), list(REGISTRY))}"
-                    f" (known: {', '.join(sorted(REGISTRY))})"
-                )
+            evaluator_class(type_name)  # ValueError: unknown, with the nearest known type
             if instances is not None and not isinstance(instances, (Mapping, list)):
                 raise ValueError(f"evaluators.{type_name} must be a list of instances, each a mapping")
         return value
@@ -270,17 +269,16 @@ def _check_evaluator_types(evaluators: Any, *, file: str, root: Any) -> None:
     """Unknown evaluator types and options are errors, pointed at the line of their own key."""
     if not isinstance(evaluators, Mapping):
         return
-    from ..evaluators import REGISTRY
+    from ..evaluators import evaluator_class
 
     for type_name in evaluators:
-        if type_name not in REGISTRY:
-            raise ConfigError(
-                f"unknown evaluator type {type_name!r}{_did_you_mean(str(type_name), list(REGISTRY))}"
-                f" (known: {', '.join(sorted(REGISTRY))})",
-                file=file, line=_line_of(root, ["evaluators", type_name]), field=f"evaluators.{type_name}",
-            )
+        try:
+            cls = evaluator_class(type_name)
+        except ValueError as exc:
+            raise ConfigError(str(exc), file=file, line=_line_of(root, ["evaluators", type_name]),
+                              field=f"evaluators.{type_name}") from exc
         # Option typos get the exact line and the nearest option; the evaluator checks the values.
-        known = _evaluator_options(REGISTRY[type_name])
+        known = _evaluator_options(cls)
         instances = evaluators[type_name]
         if known is None or not isinstance(instances, list):
             continue

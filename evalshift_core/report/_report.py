@@ -28,11 +28,18 @@ from .._io import atomic_write_bytes, atomic_write_json, iter_models, read_json_
 from .._models import Call, Example, ToolCall, ToolTrace
 from .._progress import count_lines, progress_bar, tracked
 from ..analysis._headline import headline
+from ..analysis._severity import SEVERITIES
 from ..analysis._tool_use import tool_use
+from ..evaluators import evaluator_kind
 
 REPORT_SCHEMA_VERSION = 1
-SEVERITIES = ("low", "medium", "high", "critical")
-TOOL_EVALUATORS = frozenset({"tool_selection", "tool_arguments", "tool_trace_structure", "agent_trace"})
+
+
+@cache
+def _row_kind(evaluator: Any) -> str:
+    """``trace`` for the rows of a tool evaluator (its class's ``kind``), else ``text``."""
+    return "trace" if evaluator_kind(evaluator) == "tool" else "text"
+
 
 # Caps that keep a 10k-example report.html within ~15 MB whatever the models wrote: tool
 # arguments and diffed texts are capped everywhere, and report.html shares a budget of model text
@@ -407,7 +414,7 @@ def build_report(
                 "source_score": r.get("source_score"), "target_score": r.get("target_score"),
                 "labels": r.get("labels") or [], "tools": r.get("tools") or [],
                 "severity": severity_of.get((r.get("evaluator"), r.get("name"), r.get("side"))),
-                "kind": "trace" if r.get("evaluator") in TOOL_EVALUATORS else "text",
+                "kind": _row_kind(r.get("evaluator")),
             }
             if expected := _expected_lines(md):
                 entry["expected"] = expected

@@ -6,8 +6,7 @@ Run with ``pytest -s`` to see both rates; ``benchmarks/analysis_validity.py`` pr
 from __future__ import annotations
 
 import numpy as np
-
-from evalshift_core.analysis._validity import (
+from _validity import (
     failing_verdicts,
     simulate_argument_scores,
     simulate_tool_selection,

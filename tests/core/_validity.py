@@ -2,6 +2,8 @@
 
 Scores for every simulated suite are drawn at once (seeded, vectorised); each suite then goes
 through :func:`analyze` whole, so the rates measure the verdict users get, not a bare test.
+Used by ``tests/core/test_analysis_validity.py`` and ``benchmarks/analysis_validity.py``; it is
+not part of the package.
 
 The model: example ``i`` has a difficulty ``p_i ~ Beta(a * k, (1 - a) * k)`` (mean accuracy ``a``,
 concentration ``k``; small ``k`` means examples are mostly easy or mostly hard for *both* models,
@@ -21,8 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..evaluators import ScoreRecord
-from ._analyze import analyze
+from evalshift_core.analysis import analyze
+from evalshift_core.evaluators import ScoreRecord
 
 if TYPE_CHECKING:
     import numpy as np
