@@ -8,14 +8,14 @@ for ``compare()`` and for the CLI's ``run`` and ``compare`` alike.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ._exceptions import ConfigError, EvalShiftError, InputError
-from ._io import atomic_write_json, atomic_write_jsonl
-from ._models import Call, Example
+from ._io import atomic_write_json, atomic_write_jsonl, check_schema_version, iter_jsonl
+from ._models import SCHEMA_VERSION, Call, Example
 from ._progress import tracked
 from .analysis import Analysis, Regression, analyze
 from .analysis._headline import headline
@@ -26,7 +26,7 @@ from .evaluators import build_evaluators, evaluate_run
 from .replay._routing import route
 from .replay._run import RunOptions, RunResult, check_sides, run
 from .report._report import build_report, write_report
-from .store._runs import Manifest, existing_run_dir, iter_run_examples, load_manifest
+from .store._runs import Manifest, existing_run_dir, iter_run_examples, load_manifest, load_run
 from .store._suites import DEFAULT_BASE, load_suite, suite_path
 
 _SCORE_COLUMNS = ["example_id", "tags", "evaluator", "name", "side", "source_score", "target_score", "difference",
@@ -81,25 +81,21 @@ class Comparison:
         return render_compact_html(self.analysis, self.report_path, tool_calls=self.tool_calls)
 
     def _tags(self) -> dict[str, list[str]]:
-        from ._io import iter_jsonl
-
         path = Path(self.run_dir) / "examples.jsonl"
         if not path.exists():
             return {}
-        return {str(row.get("id")): list(row.get("tags") or []) for _, row in iter_jsonl(path, what="example")}
+        return {str(row.get("id")): list(row.get("tags") or []) for row in _versioned_rows(path, "example")}
 
     def scores_frame(self) -> Any:
         """Every score record of the run (``scores.jsonl``) as a pandas DataFrame, one row per
         example and comparison, with the example's tags and ``difference = target - source``."""
-        from ._io import iter_jsonl
-
         pd = _pandas()
         tags = self._tags()
         path = Path(self.run_dir) / "scores.jsonl"
         rows = [
             {**{k: r.get(k) for k in _SCORE_COLUMNS}, "tags": tags.get(str(r.get("example_id")), []),
              "difference": r["target_score"] - r["source_score"], "labels": list(r.get("labels") or [])}
-            for _, r in iter_jsonl(path, what="score row")
+            for r in _versioned_rows(path, "score row")
         ] if path.exists() else []
         return pd.DataFrame(rows, columns=_SCORE_COLUMNS)
 
@@ -116,6 +112,14 @@ class Comparison:
             for r in self.analysis.regressions
         ]
         return pd.DataFrame(rows, columns=_REGRESSION_COLUMNS)
+
+
+def _versioned_rows(path: Path, what: str) -> Iterator[dict[str, Any]]:
+    """The rows of a run's JSON lines file; a row carrying a newer ``schema_version`` is refused."""
+    for lineno, row in iter_jsonl(path, what=what):
+        if type(row) is dict and "schema_version" in row:
+            check_schema_version(row["schema_version"], SCHEMA_VERSION, file=str(path), line=lineno)
+        yield row
 
 
 def evaluate_and_report(
@@ -145,6 +149,26 @@ def _evaluate_and_report(
     atomic_write_json(run_dir / "analysis.json", analysis.model_dump(mode="json"))
     report = build_report(analysis, examples, calls, manifest, scores, tool_calls=tool_calls)
     return analysis, write_report(run_dir, report), tool_calls
+
+
+def evaluate_saved_run(
+    run_id: str,
+    *,
+    config: Config,
+    base: str | os.PathLike[str] = DEFAULT_BASE,
+    on_loaded: Callable[[list[Example]], None] | None = None,
+) -> Comparison:
+    """Score, analyse and report a run already replayed (the steps of :func:`compare` after the
+    replay); a side on which every call failed is a ReplayError. ``on_loaded`` hears of the
+    run's examples once they are read, before the scoring starts."""
+    manifest, examples, calls = load_run(base, run_id)
+    check_sides(run_id, calls)
+    if on_loaded is not None:
+        on_loaded(examples)
+    run_dir = existing_run_dir(base, run_id)
+    analysis, report_path, tool_calls = _evaluate_and_report(run_dir, manifest, examples, calls, config)
+    return Comparison(run_id=run_id, run_dir=run_dir, analysis=analysis, report_path=report_path,
+                      manifest=manifest, tool_calls=tool_calls, calls=calls)
 
 
 @dataclass(frozen=True)

@@ -450,20 +450,6 @@ def _print_status(base: str, run_id: str, cfg: Any, as_json: bool) -> None:
             click.echo(line)
 
 
-def _evaluate(base: str, run_id: str, cfg: Any) -> tuple[Path, Any, Path, Manifest]:
-    """Score a finished run, analyse it and write its report (the compare steps after replay)."""
-    from .. import _compare
-    from ..replay._run import check_sides
-    from ..store._runs import load_run, run_dir_for
-
-    manifest, examples, calls = load_run(base, run_id)
-    check_sides(run_id, calls)
-    progress(f"evaluating run {run_id} ({len(examples)} examples) ...")
-    run_dir = run_dir_for(base, run_id)
-    analysis, report_path = _compare.evaluate_and_report(run_dir, manifest, examples, calls, cfg)
-    return run_dir, analysis, report_path, manifest
-
-
 @cli.command(context_settings=CONTEXT, epilog=EXIT_CODES_HELP)
 @click.argument("run_id", metavar="RUN")
 @config_option
@@ -478,10 +464,16 @@ def evaluate(run_id: str, config_path: str | None, base: str, fail_on_regression
     Example:
       evalshift evaluate 20260101-120000-ab12cd --fail-on-regression --junit evalshift.xml
     """
+    from .._compare import evaluate_saved_run
+
     cfg = _config(config_path)
-    run_dir, analysis, report_path, manifest = _evaluate(base, run_id, cfg)
-    finish_verdict(verdict_payload(run_id, run_dir, analysis, report_path, manifest), as_json=as_json, junit=junit,
-                   fail_on_regression=fail_on_regression, fail_on_inconclusive=fail_on_inconclusive,
+
+    def started(examples: list[Any]) -> None:
+        progress(f"evaluating run {run_id} ({len(examples)} examples) ...")
+
+    done = evaluate_saved_run(run_id, config=cfg, base=base, on_loaded=started)
+    finish_verdict(verdict_payload(run_id, done.run_dir, done.analysis, done.report_path, done.manifest),
+                   as_json=as_json, junit=junit, fail_on_regression=fail_on_regression, fail_on_inconclusive=fail_on_inconclusive,
                    alpha=cfg.migration_policy.alpha)
 
 

@@ -1,7 +1,7 @@
 """Every reader of a file EvalShift writes checks ``schema_version`` and refuses a newer one by name.
 
-run.json and batches.json carry one at the top; a suite, examples.jsonl or raw.jsonl line may carry
-its own (a line without one is of the current version). An older or equal version reads as before.
+run.json and batches.json carry one at the top; a suite, examples.jsonl, raw.jsonl or scores.jsonl
+line may carry its own (a line without one is of the current version). An older or equal version reads as before.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from evalshift_core import InputError, load_run, load_suite
+from evalshift_core import Comparison, InputError, analyze, load_run, load_suite
 from evalshift_core._io import atomic_write_json, atomic_write_jsonl, check_schema_version
 from evalshift_core._models import SCHEMA_VERSION, Call, Example
 from evalshift_core.replay._batch import BatchState
@@ -104,3 +104,13 @@ def test_run_json_keeps_the_keys_a_run_set_in_field_order(tmp_path):
     again = load_manifest(tmp_path)
     assert again["cost_usd"] == 0.5 and again.get("errors") is None and "errors" not in again
     assert dict(again) == json.loads((tmp_path / "run.json").read_text())
+
+
+def test_a_newer_score_row_is_refused_by_the_scores_frame(tmp_path):
+    row = {"example_id": "e1", "evaluator": "tool_selection", "name": "routing", "side": "conformance",
+           "source_score": 1.0, "target_score": 1.0, "skipped": False, "labels": [], "metadata": {}}
+    atomic_write_jsonl(tmp_path / "scores.jsonl", [row, {**row, "schema_version": NEWER}])
+    comparison = Comparison(run_id="r1", run_dir=tmp_path, analysis=analyze([row]), report_path=tmp_path / "r.html")
+    with pytest.raises(InputError) as info:
+        comparison.scores_frame()
+    assert str(info.value) == f"{tmp_path / 'scores.jsonl'}:2: {REFUSED}"
