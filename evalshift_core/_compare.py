@@ -59,6 +59,11 @@ class Comparison:
     calls: list[Call] = field(default_factory=list)
     """The run's Call rows (``raw.jsonl``), source and target per example."""
 
+    def __post_init__(self) -> None:
+        if self.manifest is not None and not isinstance(self.manifest, Manifest):
+            # run.json's keys as a mapping (what this field held before it was typed)
+            self.manifest = Manifest.model_validate({"run_id": self.run_id, **dict(self.manifest)})
+
     @property
     def verdict(self) -> str:
         return self.analysis.verdict

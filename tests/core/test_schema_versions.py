@@ -114,3 +114,13 @@ def test_a_newer_score_row_is_refused_by_the_scores_frame(tmp_path):
     with pytest.raises(InputError) as info:
         comparison.scores_frame()
     assert str(info.value) == f"{tmp_path / 'scores.jsonl'}:2: {REFUSED}"
+
+
+def test_a_comparison_given_run_json_keys_holds_them_as_a_manifest(tmp_path):
+    keys = {"source_model": "openai:a", "target_model": "openai:b", "cached_calls": 3, "model_calls": 4}
+    comparison = Comparison(run_id="r1", run_dir=tmp_path, analysis=analyze([]), report_path=tmp_path / "r.html",
+                            manifest=keys)
+    assert isinstance(comparison.manifest, Manifest)
+    assert (comparison.manifest.run_id, comparison.manifest.cached_calls, comparison.manifest["model_calls"]) == (
+        "r1", 3, 4)
+    assert "(openai:a -> openai:b, 0 examples regressed" in repr(comparison)
