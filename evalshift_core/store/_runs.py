@@ -90,8 +90,8 @@ class Manifest(BaseModel):
     """Responses in all, fresh or cached; None until the replay finishes."""
 
     def to_json(self) -> dict[str, Any]:
-        """What run.json holds: ``schema_version``, then the keys this run has set."""
-        return {"schema_version": self.schema_version, **self.model_dump(mode="json", exclude_unset=True)}
+        """What run.json holds: the keys this run has set (as read, or since it was made)."""
+        return self.model_dump(mode="json", exclude_unset=True)
 
     def keys(self) -> list[str]:
         return list(self.to_json())
@@ -129,8 +129,8 @@ def load_manifest(run_dir: str | os.PathLike[str]) -> Manifest:
 
 
 def write_manifest(run_dir: str | os.PathLike[str], manifest: Manifest) -> None:
-    """Write ``run.json`` atomically: the keys the run has set (:meth:`Manifest.to_json`)."""
-    atomic_write_json(Path(run_dir) / RUN_FILE, manifest.to_json())
+    """Write ``run.json`` atomically: ``schema_version`` first, then the keys the run has set."""
+    atomic_write_json(Path(run_dir) / RUN_FILE, {"schema_version": manifest.schema_version, **manifest.to_json()})
 
 
 def iter_run_examples(run_dir: str | os.PathLike[str]) -> Iterator[tuple[int, Example]]:
