@@ -12,11 +12,15 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .._exceptions import EvalShiftError
+
+if TYPE_CHECKING:
+    from .._models import Call
+    from ..store._runs import Manifest
 
 EXIT_OK = 0
 EXIT_USER_ERROR = 1
@@ -58,8 +62,8 @@ def _config(path: str | None) -> Any:
 
 
 def _run_options(concurrency: int | None, max_cost: float | None, no_cache: bool,
-                 source_repeats: int | None = None, batch: bool = False) -> dict[str, Any]:
-    """The replay options the user set, as :func:`evalshift_core.run` keywords."""
+                 source_repeats: int | None = None, batch: bool = False, run_id: str | None = None) -> dict[str, Any]:
+    """The replay options the user set, as :class:`evalshift_core.replay._run.RunOptions` fields."""
     options: dict[str, Any] = {}
     if batch:
         options["batch"] = True
@@ -71,49 +75,14 @@ def _run_options(concurrency: int | None, max_cost: float | None, no_cache: bool
         options["max_cost"] = max_cost
     if no_cache:
         options["use_cache"] = False
+    if run_id is not None:
+        options["run_id"] = run_id
     return options
 
 
-def _suite_examples(base: str, suite_name: str | None, suite_file: str | None, cfg: Any = None
-                    ) -> tuple[str, list[Any]]:
-    from ..store._suites import suite_path
-
-    if suite_file:
-        path = Path(suite_file)
-        if not path.exists():
-            raise EvalShiftError("suite file not found", file=str(path))
-        return path.stem, _load_suite_reporting(path, base, cfg)
-    if not suite_name:
-        raise EvalShiftError("name a suite with --suite-name NAME (or --suite FILE.jsonl)")
-    path = suite_path(base, suite_name)
-    if not path.exists():
-        known = sorted(p.stem for p in (Path(base) / "suites").glob("*.jsonl"))
-        hint = f" (suites here: {', '.join(known)})" if known else " (run `evalshift capture sync` first)"
-        raise EvalShiftError(f"no suite {suite_name!r} at {path}{hint}")
-    return suite_name, _load_suite_reporting(path, base, cfg)
-
-
-def _load_suite_reporting(path: Path, base: str, cfg: Any) -> list[Any]:
-    """The suite's replayable examples; each bad line is reported (file:line: field: why)."""
-    from ..replay._preflight import replayable_examples
-
-    def report(error: EvalShiftError) -> None:
-        progress(f"warning: {_one_line(str(error))} (line skipped)")
-
-    return replayable_examples(path, base=base, config=cfg, on_bad_line=report)
-
-
-def _models(cfg: Any, source: str | None, target: str | None) -> tuple[str, str]:
-    source = source or cfg.defaults.source_model
-    target = target or cfg.defaults.target_model
-    if not source:
-        raise EvalShiftError("no source model: pass --from MODEL or set defaults.source_model in evalshift.yaml")
-    if not target:
-        raise EvalShiftError("no target model: pass --to MODEL or set defaults.target_model in evalshift.yaml")
-    from ..replay._routing import route
-
-    route(source), route(target)  # an unroutable name fails before anything is written
-    return source, target
+def _warn_bad_line(error: EvalShiftError) -> None:
+    """A suite line the replay leaves out, said on stderr (file:line: field: why)."""
+    progress(f"warning: {_one_line(str(error))} (line skipped)")
 
 
 def _open(path: Path) -> None:
@@ -128,7 +97,7 @@ def _analysis_dict(analysis: Any) -> dict[str, Any]:
 
 
 def verdict_payload(run_id: str, run_dir: Path, analysis: Any, report_path: Path | None,
-                    manifest: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                    manifest: Manifest | None = None) -> dict[str, Any]:
     a = _analysis_dict(analysis)
     manifest = manifest if manifest is not None else _manifest(run_dir)
     return {
@@ -143,21 +112,20 @@ def verdict_payload(run_id: str, run_dir: Path, analysis: Any, report_path: Path
         "regressions": a.get("regressions", []),
         "failure_categories": a.get("failure_categories", {}),
         "recommendations": a.get("recommendations", []),
-        "cached_calls": manifest.get("cached_calls"),
-        "model_calls": manifest.get("model_calls"),
+        "cached_calls": manifest.cached_calls if manifest is not None else None,
+        "model_calls": manifest.model_calls if manifest is not None else None,
         "analysis_path": str(Path(run_dir) / "analysis.json"),
         "report_path": str(report_path) if report_path else None,
     }
 
 
-def _manifest(run_dir: Path) -> dict[str, Any]:
-    import orjson
+def _manifest(run_dir: Path) -> Manifest | None:
+    from ..store._runs import load_manifest
 
     try:
-        data = orjson.loads((Path(run_dir) / "run.json").read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return {}
-    return data if isinstance(data, dict) else {}
+        return load_manifest(run_dir)
+    except EvalShiftError:
+        return None
 
 
 def _cache_line(manifest: Mapping[str, Any]) -> str | None:
@@ -169,18 +137,12 @@ def _cache_line(manifest: Mapping[str, Any]) -> str | None:
     return line
 
 
-def warn_failed_calls(run_dir: Path) -> None:
+def warn_failed_calls(calls: list[Call]) -> None:
     """Say on stderr when model calls failed: an unreachable server reads as "Nothing measured"."""
-    from .._io import iter_jsonl
-
-    raw = Path(run_dir) / "raw.jsonl"
-    if not raw.exists():
-        return
-    rows = [row for _, row in iter_jsonl(raw, what="Call row")]
-    failed = [row for row in rows if row.get("error")]
+    failed = [c for c in calls if c.error]
     if failed:
-        progress(f"warning: {len(failed)} of {len(rows)} model calls failed; first: "
-                 f"{failed[0].get('model')} on {failed[0].get('example_id')}: {_one_line(str(failed[0]['error']))[:300]}")
+        progress(f"warning: {len(failed)} of {len(calls)} model calls failed; first: "
+                 f"{failed[0].model} on {failed[0].example_id}: {_one_line(str(failed[0].error))[:300]}")
 
 
 def _regressed_examples(regressions: list[Mapping[str, Any]]) -> dict[str, tuple[list[str], list[str]]]:
@@ -446,63 +408,35 @@ def run(suite_name: str | None, suite_file: str | None, source: str | None, targ
       evalshift run --resume <run-id>  # finish an interrupted run
       evalshift evaluate <run-id>      # then score it
     """
-    from ..config._tools_file import apply_prompt_tools
-    from ..replay import _run
+    from .._compare import prepare_replay
+    from ..replay._run import check_sides
 
     cfg = _config(config_path)
     if status_id is not None:
         _print_status(base, status_id, cfg, as_json)
         return
-    options = _run_options(concurrency, max_cost, no_cache, source_repeats, batch or cfg.replay.batch)
-    options["batch_policy"] = cfg.replay.batch_policy()
-    if resume_id is not None:
-        if run_id is not None and run_id != resume_id:
-            raise EvalShiftError("--resume and --run-id name different runs; pass one")
-        manifest, examples = _resumable(base, resume_id)
-        run_id, name = resume_id, str(manifest.get("suite") or resume_id)
-        source, target = _models(cfg, source or manifest.get("source_model"), target or manifest.get("target_model"))
-        options.setdefault("source_repeats", int(manifest.get("source_repeats") or 1))
-    else:
-        source, target = _models(cfg, source, target)
-        name, examples = _suite_examples(base, suite_name, suite_file, cfg)
-        examples = apply_prompt_tools(examples, cfg, config_dir=cfg.tools_dir or Path.cwd())
-    options.setdefault("source_repeats", cfg.replay.source_repeats)
-    template = cfg.template_for(examples[0].prompt_id if examples else None)
-    progress(f"replaying {len(examples)} examples of {name}: {source} -> {target} ...")
-    result = _run.run(examples, source=source, target=target, base=base, suite_name=name, providers=cfg.providers,
-                      template=template, run_id=run_id, **options)
-    warn_failed_calls(result.run_dir)
-    calls = list(getattr(result, "calls", []))
-    _run.check_sides(result.run_id, calls)
-    payload = {"run_id": result.run_id, "run_dir": str(result.run_dir), "examples": len(examples),
-               "calls": len(calls), "errors": sum(1 for c in calls if getattr(c, "error", None)),
-               "cached_calls": result.manifest.get("cached_calls"), "model_calls": result.manifest.get("model_calls")}
-    if result.manifest.get("replay") == "batch":
-        payload["batches"] = result.manifest.get("batches") or []
+    replay = prepare_replay(suite_name=suite_name, suite_file=suite_file, resume=resume_id, source=source, target=target,
+                            config=cfg, out_dir=base, on_bad_line=_warn_bad_line,
+                            run_options=_run_options(concurrency, max_cost, no_cache, source_repeats, batch, run_id))
+    progress(f"replaying {len(replay.examples)} examples of {replay.suite_name}: {replay.source} -> {replay.target} ...")
+    result = replay.run()
+    warn_failed_calls(result.calls)
+    check_sides(result.run_id, result.calls)
+    manifest = result.manifest
+    payload: dict[str, Any] = {
+        "run_id": result.run_id, "run_dir": str(result.run_dir), "examples": len(replay.examples),
+        "calls": len(result.calls), "errors": sum(1 for c in result.calls if c.error),
+        "cached_calls": manifest.cached_calls, "model_calls": manifest.model_calls}
+    if manifest.replay == "batch":
+        payload["batches"] = manifest.batches
     if as_json:
         emit_json(payload)
     else:
-        cached = _cache_line(result.manifest)
+        cached = _cache_line(payload)
         how = f" through batch APIs ({len(payload['batches'])} batches)" if "batches" in payload else ""
         click.echo(f"replayed {payload['examples']} examples{how} ({payload['errors']} failed calls"
                    f"{'; ' + cached if cached else ''})")
         click.echo(f"Run id: {result.run_id}")
-
-
-def _resumable(base: str, run_id: str) -> tuple[dict[str, Any], list[Any]]:
-    """A run's manifest and the examples it was started on (tools already resolved)."""
-    import orjson
-
-    from .._io import iter_jsonl
-    from .._models import Example
-    from ..store._runs import run_dir_for
-
-    run_dir = run_dir_for(base, run_id)
-    if not (run_dir / "run.json").exists():
-        raise EvalShiftError(f"no run {run_id!r} under {Path(base) / 'runs'}")
-    manifest = orjson.loads((run_dir / "run.json").read_bytes())
-    examples = [Example.model_validate(row) for _, row in iter_jsonl(run_dir / "examples.jsonl", what="example")]
-    return manifest, examples
 
 
 def _print_status(base: str, run_id: str, cfg: Any, as_json: bool) -> None:
@@ -514,20 +448,6 @@ def _print_status(base: str, run_id: str, cfg: Any, as_json: bool) -> None:
     else:
         for line in status_lines(info):
             click.echo(line)
-
-
-def _evaluate(base: str, run_id: str, cfg: Any) -> tuple[Path, Any, Path]:
-    """Score a finished run, analyse it and write its report (the compare steps after replay)."""
-    from .. import _compare
-    from ..replay._run import check_sides
-    from ..store._runs import load_run, run_dir_for
-
-    manifest, examples, calls = load_run(base, run_id)
-    check_sides(run_id, calls)
-    progress(f"evaluating run {run_id} ({len(examples)} examples) ...")
-    run_dir = run_dir_for(base, run_id)
-    analysis, report_path = _compare.evaluate_and_report(run_dir, manifest, examples, calls, cfg)
-    return run_dir, analysis, report_path
 
 
 @cli.command(context_settings=CONTEXT, epilog=EXIT_CODES_HELP)
@@ -544,10 +464,16 @@ def evaluate(run_id: str, config_path: str | None, base: str, fail_on_regression
     Example:
       evalshift evaluate 20260101-120000-ab12cd --fail-on-regression --junit evalshift.xml
     """
+    from .._compare import evaluate_saved_run
+
     cfg = _config(config_path)
-    run_dir, analysis, report_path = _evaluate(base, run_id, cfg)
-    finish_verdict(verdict_payload(run_id, run_dir, analysis, report_path), as_json=as_json, junit=junit,
-                   fail_on_regression=fail_on_regression, fail_on_inconclusive=fail_on_inconclusive,
+
+    def started(examples: list[Any]) -> None:
+        progress(f"evaluating run {run_id} ({len(examples)} examples) ...")
+
+    done = evaluate_saved_run(run_id, config=cfg, base=base, on_loaded=started)
+    finish_verdict(verdict_payload(run_id, done.run_dir, done.analysis, done.report_path, done.manifest),
+                   as_json=as_json, junit=junit, fail_on_regression=fail_on_regression, fail_on_inconclusive=fail_on_inconclusive,
                    alpha=cfg.migration_policy.alpha)
 
 
@@ -575,19 +501,16 @@ def compare(suite_name: str | None, suite_file: str | None, target: str | None, 
       evalshift compare --suite-name support --to openai:gpt-4.1-mini --no-cache   # fresh samples
       evalshift compare --suite-name support --to openai:gpt-4.1-mini --batch      # at batch prices
     """
-    from .. import _compare
+    from .._compare import prepare_replay
 
     cfg = _config(config_path)
-    source, target = _models(cfg, source, target)
-    name, examples = _suite_examples(base, suite_name, suite_file, cfg)
-    options = _run_options(concurrency, max_cost, no_cache, source_repeats, batch)
-    if run_id is not None:
-        options["run_id"] = run_id
-    progress(f"comparing {source} -> {target} on {len(examples)} examples of {name} ...")
-    # The examples _suite_examples kept (it reported the rest); compare() applies tools_path.
-    comparison = _compare.compare(examples, source=source, target=target, config=cfg, out_dir=base,
-                                  run_options=options or None, suite_name=name)
-    warn_failed_calls(comparison.run_dir)
+    replay = prepare_replay(suite_name=suite_name, suite_file=suite_file, source=source, target=target, config=cfg, out_dir=base,
+                            on_bad_line=_warn_bad_line,
+                            run_options=_run_options(concurrency, max_cost, no_cache, source_repeats, batch, run_id))
+    progress(f"comparing {replay.source} -> {replay.target} on {len(replay.examples)} examples of "
+             f"{replay.suite_name} ...")
+    comparison = replay.compare()
+    warn_failed_calls(comparison.calls)
     payload = verdict_payload(comparison.run_id, comparison.run_dir, comparison.analysis, comparison.report_path,
                               comparison.manifest)
     if open_report:

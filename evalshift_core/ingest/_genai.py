@@ -14,7 +14,7 @@ from evalshift_sdk._jsonsafe import json_or_text
 from evalshift_sdk._toolsets import ToolShapeError, normalise_toolset, toolset_ref
 
 if TYPE_CHECKING:
-    from ._captures import Span
+    from ._otlp import Span
 
 # Request attributes that map onto generation_config keys.
 _GENERATION = {

@@ -186,6 +186,167 @@ def _fixtures(
     return fixtures
 
 
+@dataclass
+class _Turn:
+    """A capture's events as promotion reads them: the model calls it keeps, and per round (the
+    events after each model call) the executed tool calls and their recorded results."""
+
+    capture: Capture
+    example_id: str
+    calls: list[dict[str, Any]]
+    """Model calls, less those that failed without a response (a transport retry, not a round)."""
+    executed: list[list[dict[str, Any]]] = field(default_factory=list)
+    results_by_round: list[list[dict[str, Any]]] = field(default_factory=list)
+    results_by_id: dict[str, dict[str, Any]] = field(default_factory=dict)
+    failed_ids: set[int] = field(default_factory=set)
+    """``id()`` of the results that failed (an error, or ``success: false``)."""
+    _message_results: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, capture: Capture) -> _Turn:
+        suffix = "" if capture.root_is_trace_root else f"-{capture.root_span_id[:8]}"
+        events = [
+            e for e in capture.events
+            if not (e["type"] == "model_call" and e.get("error") and e.get("requested_tool_calls") is None
+                    and not e.get("text"))
+        ]
+        turn = cls(capture, f"{capture.prompt_id or 'turn'}-{capture.trace_id[:16]}{suffix}",
+                   [e for e in events if e["type"] == "model_call"])
+        # Executed calls per round, and recorded results.
+        for e in events:
+            if e["type"] == "model_call":
+                turn.executed.append([])
+                turn.results_by_round.append([])
+            elif not turn.executed:
+                continue
+            elif e["type"] == "tool_call":
+                turn.executed[-1].append(e)
+            elif e["type"] == "tool_result":
+                turn.results_by_round[-1].append(e)
+                if _failed(e.get("result"), e.get("error")):
+                    turn.failed_ids.add(id(e))
+                if e.get("call_id") is not None:
+                    turn.results_by_id[str(e["call_id"])] = e
+        return turn
+
+    def message_result(self, call_id: str) -> Any:
+        """A result the application sent back to the model, as recorded in later calls' messages;
+        read only when an executed result is missing (later rounds repeat the whole conversation)."""
+        if self._message_results is None:
+            self._message_results = {}
+            for c in self.calls[1:]:
+                for m in self.capture.messages_of(c):
+                    for p in m.get("parts") or ():
+                        if p.get("type") == "tool_call_response" and p.get("id") is not None:
+                            self._message_results.setdefault(str(p["id"]), p.get("response"))
+        return self._message_results.get(call_id, _MISSING)
+
+    def result_for(self, k: int, call: dict[str, Any], used: set[int]) -> Any:
+        """A recorded call's ``(result, error)``: by call id, else by name within round ``k``,
+        else from a later call's messages; ``_MISSING`` when none was recorded."""
+        cid = call.get("call_id")
+        if cid is not None and str(cid) in self.results_by_id:
+            r = self.results_by_id[str(cid)]
+            return r.get("result"), r.get("error")
+        if k < len(self.results_by_round):
+            for r in self.results_by_round[k]:
+                if id(r) not in used and r.get("tool_name") == call["tool_name"] and (cid is None or r.get("call_id") is None):
+                    used.add(id(r))
+                    return r.get("result"), r.get("error")
+        if cid is not None:
+            found = self.message_result(str(cid))
+            if found is not _MISSING:
+                return found, None
+        return _MISSING
+
+
+def _ground_truth(
+    turn: _Turn, warnings: list[str]
+) -> tuple[Literal["requested", "executed"], list[list[dict[str, Any]]], list[str]]:
+    """Per round, the calls the example expects (requested, else executed), and the tools whose
+    failed executed calls were retried identically (collapsed into their last attempt)."""
+    example_id, calls = turn.example_id, turn.calls
+    retried: list[str] = []
+    incomplete = [c.get("round_index") for c in calls if c.get("stream_incomplete")]
+    if incomplete:
+        warnings.append(f"{example_id}: round {incomplete[0]}'s stream was not read to its end, so its "
+                        "requested calls may be cut short; ground truth falls back to executed calls")
+    if not incomplete and all(c.get("requested_tool_calls") is not None for c in calls):
+        return "requested", [c["requested_tool_calls"] for c in calls], retried
+    recorded = []
+    for k, round_calls in enumerate(turn.executed):
+        kept: list[dict[str, Any]] = []
+        failed_prev = False
+        for call in round_calls:
+            entry = {"call_id": call.get("call_id"), "tool_name": call["tool_name"], "arguments": call.get("arguments")}
+            if kept and failed_prev and kept[-1]["tool_name"] == entry["tool_name"] \
+                    and kept[-1]["arguments"] == entry["arguments"]:
+                warnings.append(
+                    f"{example_id}: round {k + 1}: {entry['tool_name']} failed and was retried by the "
+                    f"application; the retries are collapsed into one expected call"
+                )
+                kept[-1] = entry
+                if entry["tool_name"] not in retried:
+                    retried.append(entry["tool_name"])
+            else:
+                kept.append(entry)
+            res = turn.results_by_id.get(str(call.get("call_id"))) if call.get("call_id") else None
+            if res is None:
+                res = next((r for r in turn.results_by_round[k] if r.get("tool_name") == call["tool_name"]
+                            and r.get("call_id") == call.get("call_id")), None)
+            failed_prev = res is not None and id(res) in turn.failed_ids
+        recorded.append(kept)
+    if not any(recorded) and any("no model response recorded" in n for n in turn.capture.notes):
+        warnings.append(f"{example_id}: neither requested nor executed calls were recorded; "
+                        "the example carries no tool ground truth")
+        recorded = []
+    return "executed", recorded, retried
+
+
+def _tool_schemas(turn: _Turn, toolsets: ToolsetLookup | None, warnings: list[str]) -> dict[str, Any] | None:
+    """Round 1's tool schemas by name, when its toolset resolves; a later round offering another
+    toolset is said (every replayed round offers round 1's)."""
+    ref = turn.calls[0].get("toolset_ref")
+    schemas: dict[str, Any] | None = None
+    if ref and toolsets is not None:
+        tools = toolsets(ref)
+        if tools is not None:
+            schemas = {str(t.get("name")): t.get("input_schema") for t in tools if isinstance(t, Mapping)}
+    for c in turn.calls[1:]:
+        if c.get("toolset_ref") != ref:
+            warnings.append(f"{turn.example_id}: round {c.get('round_index')} offered a different toolset than "
+                            "round 1; every replayed round offers round 1's")
+            break
+    return schemas
+
+
+def _warn_failed_results(turn: _Turn, warnings: list[str]) -> None:
+    """Failed results anywhere in the promoted turn (seed 000, "What does not belong")."""
+    for k, round_results in enumerate(turn.results_by_round):
+        for r in round_results:
+            if id(r) in turn.failed_ids:
+                why = r.get("error") or "success: false"
+                warnings.append(
+                    f"{turn.example_id}: round {k + 1}: tool {r.get('tool_name')} returned a failed result ({why}); "
+                    "the model's next move reacted to a broken tool, not a decision worth reproducing"
+                )
+
+
+def _tool_count(turn: _Turn, round1: list[dict[str, Any]], retried: list[str], warnings: list[str]) -> int | None:
+    """``expected_tool_count``: round 1's length, unpinned when the turn shows a retry loop."""
+    if retried and round1:
+        warnings.append(
+            f"{turn.example_id}: expected_tool_count not pinned: {', '.join(retried)} was retried in the recorded "
+            "turn, and a retry loop is circumstance, not behaviour"
+        )
+        return None
+    return len(round1) if round1 else None
+
+
+# The on-disk key order of an example: Example's fields, as save_suite (model_dump) writes them.
+_EXAMPLE_KEYS = tuple(info.serialization_alias or info.alias or name for name, info in Example.model_fields.items())
+
+
 def promote_example(
     capture: Capture,
     *,
@@ -212,156 +373,38 @@ def promote_example(
       (an executed ``tool_result``, else the ``tool_call_response`` the next model call was
       sent), and never the last recorded round, so the replay's extra round is a recorded one.
     """
-    warnings: list[str] = []
-    suffix = "" if capture.root_is_trace_root else f"-{capture.root_span_id[:8]}"
-    example_id = f"{capture.prompt_id or 'turn'}-{capture.trace_id[:16]}{suffix}"
-    events = [
-        e for e in capture.events
-        if not (e["type"] == "model_call" and e.get("error") and e.get("requested_tool_calls") is None
-                and not e.get("text"))
-    ]
-    calls = [e for e in events if e["type"] == "model_call"]
+    turn = _Turn.of(capture)
+    example_id, calls = turn.example_id, turn.calls
     if not calls:
         return None, [f"{example_id}: every model call of the turn failed; nothing to promote"]
-    for note in capture.notes:
-        warnings.append(f"{example_id}: {note}")
+    warnings = [f"{example_id}: {note}" for note in capture.notes]
 
-    # Executed calls per round, and recorded results.
-    executed: list[list[dict[str, Any]]] = []
-    results_by_id: dict[str, dict[str, Any]] = {}
-    results_by_round: list[list[dict[str, Any]]] = []
-    failed_ids: set[int] = set()
-    for e in events:
-        if e["type"] == "model_call":
-            executed.append([])
-            results_by_round.append([])
-        elif not executed:
-            continue
-        elif e["type"] == "tool_call":
-            executed[-1].append(e)
-        elif e["type"] == "tool_result":
-            results_by_round[-1].append(e)
-            if _failed(e.get("result"), e.get("error")):
-                failed_ids.add(id(e))
-            if e.get("call_id") is not None:
-                results_by_id[str(e["call_id"])] = e
-    # Results the application sent back to the model, as recorded in later calls' messages;
-    # read only when an executed result is missing (later rounds repeat the whole conversation).
-    message_results: dict[str, Any] | None = None
-
-    def message_result(call_id: str) -> Any:
-        nonlocal message_results
-        if message_results is None:
-            message_results = {}
-            for c in calls[1:]:
-                for m in capture.messages_of(c):
-                    for p in m.get("parts") or ():
-                        if p.get("type") == "tool_call_response" and p.get("id") is not None:
-                            message_results.setdefault(str(p["id"]), p.get("response"))
-        return message_results.get(call_id, _MISSING)
-
-    retried: list[str] = []
-    incomplete = [c.get("round_index") for c in calls if c.get("stream_incomplete")]
-    if incomplete:
-        warnings.append(f"{example_id}: round {incomplete[0]}'s stream was not read to its end, so its "
-                        "requested calls may be cut short; ground truth falls back to executed calls")
-    if not incomplete and all(c.get("requested_tool_calls") is not None for c in calls):
-        source: Literal["requested", "executed"] = "requested"
-        recorded = [c["requested_tool_calls"] for c in calls]
-    else:
-        source = "executed"
-        recorded = []
-        for k, round_calls in enumerate(executed):
-            kept: list[dict[str, Any]] = []
-            failed_prev = False
-            for call in round_calls:
-                entry = {"call_id": call.get("call_id"), "tool_name": call["tool_name"], "arguments": call.get("arguments")}
-                if kept and failed_prev and kept[-1]["tool_name"] == entry["tool_name"] \
-                        and kept[-1]["arguments"] == entry["arguments"]:
-                    warnings.append(
-                        f"{example_id}: round {k + 1}: {entry['tool_name']} failed and was retried by the "
-                        f"application; the retries are collapsed into one expected call"
-                    )
-                    kept[-1] = entry
-                    if entry["tool_name"] not in retried:
-                        retried.append(entry["tool_name"])
-                else:
-                    kept.append(entry)
-                res = results_by_id.get(str(call.get("call_id"))) if call.get("call_id") else None
-                if res is None:
-                    res = next((r for r in results_by_round[k] if r.get("tool_name") == call["tool_name"]
-                                and r.get("call_id") == call.get("call_id")), None)
-                failed_prev = res is not None and id(res) in failed_ids
-            recorded.append(kept)
-        if not any(recorded) and any("no model response recorded" in n for n in capture.notes):
-            warnings.append(f"{example_id}: neither requested nor executed calls were recorded; "
-                            "the example carries no tool ground truth")
-            recorded = []
-
-    # Recorded results, matched to each recorded call: by call id, else by name within the round.
-    def result_for(k: int, call: dict[str, Any], used: set[int]) -> Any:
-        cid = call.get("call_id")
-        if cid is not None and str(cid) in results_by_id:
-            r = results_by_id[str(cid)]
-            return r.get("result"), r.get("error")
-        if k < len(results_by_round):
-            for r in results_by_round[k]:
-                if id(r) not in used and r.get("tool_name") == call["tool_name"] and (cid is None or r.get("call_id") is None):
-                    used.add(id(r))
-                    return r.get("result"), r.get("error")
-        if cid is not None:
-            found = message_result(str(cid))
-            if found is not _MISSING:
-                return found, None
-        return _MISSING
-
-    first = calls[0]
-    schemas: dict[str, Any] | None = None
-    ref = first.get("toolset_ref")
-    if ref and toolsets is not None:
-        tools = toolsets(ref)
-        if tools is not None:
-            schemas = {str(t.get("name")): t.get("input_schema") for t in tools if isinstance(t, Mapping)}
-    for c in calls[1:]:
-        if c.get("toolset_ref") != ref:
-            warnings.append(f"{example_id}: round {c.get('round_index')} offered a different toolset than "
-                            "round 1; every replayed round offers round 1's")
-            break
-
+    # Ground truth: requested calls, else executed ones, per round.
+    source, recorded, retried = _ground_truth(turn, warnings)
+    schemas = _tool_schemas(turn, toolsets, warnings)
     tool_rounds = [[_expected(c, names_only) for c in r] for r in recorded]
     if schemas is not None and not names_only:
         _unwrap_arguments(example_id, tool_rounds, schemas, warnings)
+    _warn_failed_results(turn, warnings)
 
-    # Failed results anywhere in the promoted turn (seed 000, "What does not belong").
-    for k, round_results in enumerate(results_by_round):
-        for r in round_results:
-            if id(r) in failed_ids:
-                why = r.get("error") or "success: false"
-                warnings.append(
-                    f"{example_id}: round {k + 1}: tool {r.get('tool_name')} returned a failed result ({why}); "
-                    "the model's next move reacted to a broken tool, not a decision worth reproducing"
-                )
-
-    for name in _retried(recorded, results_by_round, failed_ids):
+    # How many calls round 1 pins: unpinned when a tool was retried.
+    for name in _retried(recorded, turn.results_by_round, turn.failed_ids):
         if name not in retried:
             retried.append(name)
     round1 = tool_rounds[0] if tool_rounds else []
-    expected_tool_count: int | None = len(round1) if round1 else None
-    if retried and round1:
-        expected_tool_count = None
-        warnings.append(
-            f"{example_id}: expected_tool_count not pinned: {', '.join(retried)} was retried in the recorded "
-            "turn, and a retry loop is circumstance, not behaviour"
-        )
+    expected_tool_count = _tool_count(turn, round1, retried, warnings)
 
+    # The prompt: round 1's history and inputs.
+    first = calls[0]
     history, inputs, trailing = _history_and_inputs(first, capture.inputs)
     if trailing:
         warnings.append(f"{example_id}: round 1's input continues after its last user message; "
                         "those messages are not replayed")
 
+    # Rounds replayed: fixtures for --rounds all, else round 1 only.
     fixtures = None
     if rounds == "all":
-        fixtures = _fixtures(example_id, recorded, result_for, warnings)
+        fixtures = _fixtures(example_id, recorded, turn.result_for, warnings)
     else:
         later = [f"round {j + 1}: {_names(recorded[j])}" for j in range(1, len(recorded)) if recorded[j]]
         if later:
@@ -369,31 +412,23 @@ def promote_example(
                 f"{example_id}: --rounds first replays round 1 only; later calls not replayed: {'; '.join(later)}"
             )
 
-    # The example, keys in Example's field order (what save_suite writes).
-    example: dict[str, Any] = {"id": example_id, "inputs": inputs, "tags": list(capture.tags)}
-    if capture.prompt_id is not None:
-        example["prompt_id"] = capture.prompt_id
-    example["history"] = history
-    if ref:
-        example["toolset_ref"] = ref
-    else:
-        example["tools"] = []
-    example["generation_config"] = dict(first.get("generation_config") or {})
-    if tool_rounds:
-        example["expected_tools"] = round1
-        example["expected_tool_rounds"] = tool_rounds
-    if fixtures is not None:
-        example["tool_result_fixtures"] = fixtures
-    if expected_tool_count is not None:
-        example["expected_tool_count"] = expected_tool_count
-    if tool_rounds and not any(tool_rounds):
-        example["expected_no_tools"] = True
-    if round1:
-        example["expected_parallel"] = len(round1) > 1
-    example["promotion_source"] = source
-    example["cluster"] = capture.trace_id
-    example["recording"] = _recording(calls, len(fixtures) + 1 if fixtures else 1)
-    return example, warnings
+    # The example: the fields it sets, in Example's field order (what save_suite writes).
+    ref = first.get("toolset_ref")
+    fields: dict[str, Any] = {
+        "id": example_id, "inputs": inputs, "tags": list(capture.tags), "prompt_id": capture.prompt_id,
+        "history": history, "toolset_ref": ref or None, "tools": None if ref else [],
+        "generation_config": dict(first.get("generation_config") or {}),
+        "expected_tools": round1 if tool_rounds else None,
+        "expected_tool_rounds": tool_rounds or None,
+        "tool_result_fixtures": fixtures,
+        "expected_tool_count": expected_tool_count,
+        "expected_no_tools": True if tool_rounds and not any(tool_rounds) else None,
+        "expected_parallel": len(round1) > 1 if round1 else None,
+        "promotion_source": source,
+        "cluster": capture.trace_id,
+        "recording": _recording(calls, len(fixtures) + 1 if fixtures else 1),
+    }
+    return {key: fields[key] for key in _EXAMPLE_KEYS if fields.get(key) is not None}, warnings
 
 
 def _recording(calls: list[dict[str, Any]], replayed: int) -> dict[str, Any]:

@@ -23,18 +23,10 @@ from evalshift_sdk import _attributes as A
 from .._exceptions import InputError
 from .._io import DERIVED_MAX_DEPTH, atomic_write_bytes, open_maybe_gzip, remove_stale_temps
 from .._limits import MAX_DEPTH, LimitError, check_value, format_path, load_json
-from ..ingest._captures import (
-    AttributeShapeError,
-    Capture,
-    FilePosition,
-    Span,
-    TurnAssembler,
-    _id,
-    build_capture,
-    capture_files,
-    full_span_problem,
-    read_spans,
-)
+from ..ingest._captures import Capture, build_capture
+from ..ingest._files import FilePosition, capture_files, read_spans
+from ..ingest._otlp import AttributeShapeError, Span, full_span_problem, hex_id
+from ..ingest._turns import TurnAssembler
 from ..store._lock import file_lock
 from ..store._paths import check_name, is_safe_name, name_problem, toolset_filename, under
 from ..store._suites import DEFAULT_BASE, read_sidecar, suite_path, toolset_path, write_toolset
@@ -201,7 +193,7 @@ class _Promoter:
         """A span left out of its line: said once, and its turn is quarantined when it completes."""
         self.warn(message)
         if trace_id is not None:
-            key = trace_id if len(trace_id) == 32 else _id(trace_id, 32)
+            key = trace_id if len(trace_id) == 32 else hex_id(trace_id, 32)
             self.quarantined.setdefault(key, message.partition(": ")[0])
 
     def quarantine(self, spans: list[Span], field: str | None, problem: str) -> None:

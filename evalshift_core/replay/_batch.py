@@ -25,17 +25,33 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from .._exceptions import ReplayError
-from .._io import atomic_write_json
-from .._models import Call, Usage
-from .clients import BaseClient, ModelCallError, ModelResponse, PreparedRequest, classify_error
-
-if TYPE_CHECKING:
-    from ._run import RetryPolicy, Unit, _Replayer
+from .._io import atomic_write_json, check_schema_version, iter_jsonl
+from .._models import Usage
+from ..store._runs import RAW_FILE, existing_run_dir, load_manifest
+from ._execute import (
+    Finished,
+    Replayer,
+    RetryPolicy,
+    close_clients,
+    failed_row,
+    run_sync,
+    write_rows,
+)
+from ._plan import Unit
+from ._routing import route, settings_for
+from .clients import (
+    BaseClient,
+    ModelCallError,
+    ModelResponse,
+    PreparedRequest,
+    classify_error,
+    make_client,
+)
 
 BATCHES_FILE = "batches.json"
 STATE_VERSION = 1
@@ -93,6 +109,10 @@ class BatchState:
             except orjson.JSONDecodeError as exc:
                 raise ReplayError(f"{self.path}: not valid JSON ({exc}); the batches it named cannot be "
                                   "resumed") from exc
+        if not isinstance(data, dict):
+            raise ReplayError(f"{self.path}: not a batch state (a JSON object); the batches it named cannot be "
+                              "resumed")
+        check_schema_version(data.get("schema_version", STATE_VERSION), STATE_VERSION, file=str(self.path))
         self.requests: dict[str, dict[str, Any]] = dict(data.get("requests") or {})
         self.batches: list[dict[str, Any]] = list(data.get("batches") or [])
 
@@ -346,11 +366,9 @@ async def _with_retries(call: Callable[[], Any], retry: RetryPolicy, what: str) 
 
 
 class _BatchRun:
-    def __init__(self, units: list[Unit], replayer: _Replayer, raw: Path, run_dir: Path, run_id: str,
+    def __init__(self, units: list[Unit], replayer: Replayer, raw: Path, run_dir: Path, run_id: str,
                  positions: Mapping[str, int], policy: BatchPolicy, on_change: Callable[[list[dict[str, Any]]], None],
                  bar: Any) -> None:
-        from ._run import _Replayer
-
         self.units, self.replayer, self.raw, self.run_id = units, replayer, raw, run_id
         self.positions, self.policy, self.on_change, self.bar = positions, policy, on_change, bar
         self.state = BatchState(run_dir)
@@ -360,9 +378,9 @@ class _BatchRun:
         self.outcome = BatchOutcome()
         retry = replayer.retry
         # the batch attempt was the first try: online retries get what the policy has left
-        self.retrier: _Replayer | None = None
+        self.retrier: Replayer | None = None
         if retry.max_retries > 0:
-            self.retrier = _Replayer(prices=replayer.prices, cache=replayer.cache, use_cache=False,
+            self.retrier = Replayer(prices=replayer.prices, cache=replayer.cache, use_cache=False,
                                      retry=dataclasses.replace(retry, max_retries=retry.max_retries - 1),
                                      gates=replayer.gates)
             self.retrier.tally = replayer.tally
@@ -543,7 +561,7 @@ class _BatchRun:
         return prices.cost(str(unit.model), response.input_tokens, response.output_tokens,
                            batch=origin != "online") or 0.0
 
-    def _finish(self, pending: _Pending) -> tuple[Call, list[tuple[PreparedRequest, ModelResponse, str]]]:
+    def _finish(self, pending: _Pending) -> Finished:
         unit = pending.unit
         fresh = [(unit.requests[k], r, unit.sample) for k, r in enumerate(pending.responses)
                  if isinstance(r, ModelResponse) and pending.origin[k] != "cache"]
@@ -552,26 +570,20 @@ class _BatchRun:
         failed = next(((k, r) for k, r in enumerate(pending.responses) if isinstance(r, ModelCallError)), None)
         if failed is None:
             responses = [r for r in pending.responses if isinstance(r, ModelResponse)]
-            row = self.replayer._row(unit, responses, all(o == "cache" for o in pending.origin))
+            row = self.replayer.row(unit, responses, all(o == "cache" for o in pending.origin))
             return row.model_copy(update={"cost_usd": cost}), fresh
         k, err = failed
-        n = len(unit.requests)
         # every answered round was paid for, before or after the one that failed
         usage = Usage(input_tokens=sum(r.input_tokens for _, r in answered),
                       output_tokens=sum(r.output_tokens for _, r in answered))
-        row = Call(example_id=unit.example.id, role=unit.role, model=str(unit.model),  # type: ignore[arg-type]
-                   error=f"round {k + 1}/{n}: {err}", usage=usage, rounds=k + 1, cost_usd=cost,
-                   dropped_params=list(unit.requests[k].dropped_params), repeat=unit.repeat or None)
-        return row, fresh
+        return failed_row(unit, k + 1, err, usage, cost), fresh
 
     async def _flush(self, finished: list[_Pending]) -> None:
         if not finished:
             return
-        from ._run import _write
-
         done = [self._finish(p) for p in finished]
         async with self._write_lock:
-            await _write(self.raw, self.replayer.cache, done)
+            await write_rows(self.raw, self.replayer.cache, done)
             self.replayer.tally.rows.extend(row for row, _ in done)
         self.bar.set_postfix_str(f"${self.replayer.tally.spent:.4f} spent", refresh=False)
 
@@ -588,13 +600,12 @@ class _BatchRun:
                 await asyncio.gather(*tasks)
             self.on_change(self.state.summary())
         finally:
-            await asyncio.gather(*(c.aclose() for c in {id(u.client): u.client for u in self.units}.values()),
-                                 return_exceptions=True)
+            await close_clients(self.units)
         self.outcome.batches = self.state.summary()
         return self.outcome
 
 
-async def execute(units: list[Unit], replayer: _Replayer, raw: Path, *, run_dir: Path, run_id: str,
+async def execute(units: list[Unit], replayer: Replayer, raw: Path, *, run_dir: Path, run_id: str,
                   positions: Mapping[str, int], policy: BatchPolicy,
                   on_change: Callable[[list[dict[str, Any]]], None], bar: Any) -> BatchOutcome:
     """Replay ``units`` through the batch APIs: rows appended to ``raw`` as their batches end."""
@@ -621,37 +632,15 @@ def report_note(manifest: Mapping[str, Any]) -> str | None:
     return REPORT_NOTE if manifest.get("replay") == "batch" else None
 
 
-def preflight_line(calls: int, online: float, batch: float, unpriced: set[str], *, batch_mode: bool) -> str:
-    """``pre-flight: 120 model calls, about $0.84 online or $0.42 through batch APIs``."""
-    from ._run import _usd
-
-    if batch_mode:
-        cost = f"about {_usd(batch)} through batch APIs ({_usd(online)} online)"
-    else:
-        cost = f"about {_usd(online)} online ({_usd(batch)} through batch APIs with --batch)"
-    line = f"pre-flight: {calls} model calls, {cost}"
-    if unpriced:
-        line += f"; no price for {', '.join(sorted(unpriced))}"
-    return line
-
-
 def status(base: str | Path, run_id: str, providers: Mapping[str, Mapping[str, Any]] | None = None,
            *, refresh: bool = True) -> dict[str, Any]:
     """A run's progress: rows written, and each batch's state (asked of the provider when it has
     not ended and ``refresh``; the stored state when the provider cannot be reached)."""
-    from .._io import iter_jsonl
-    from ..store._runs import run_dir_for
-    from ._routing import route, settings_for
-    from .clients import make_client
-
-    run_dir = run_dir_for(base, run_id)
-    if not (run_dir / "run.json").exists():
-        from .._exceptions import RunNotFoundError
-
-        raise RunNotFoundError(f"no run {run_id!r} under {Path(base) / 'runs'}")
-    manifest = orjson.loads((run_dir / "run.json").read_bytes())
-    rows = sum(1 for _ in iter_jsonl(run_dir / "raw.jsonl", what="Call row")) if (run_dir / "raw.jsonl").exists() else 0
-    repeats = int(manifest.get("source_repeats") or 1)
+    run_dir = existing_run_dir(base, run_id)
+    manifest = load_manifest(run_dir)
+    raw = run_dir / RAW_FILE
+    rows = sum(1 for _ in iter_jsonl(raw, what="Call row")) if raw.exists() else 0
+    repeats = manifest.source_repeats or 1
     state = BatchState(run_dir)
     batches = []
 
@@ -675,12 +664,9 @@ def status(base: str | Path, run_id: str, providers: Mapping[str, Mapping[str, A
         return list(await asyncio.gather(*(ask(rec) for rec in state.batches)))
 
     if state.batches:
-        from ._run import _run_sync
-
-        batches = _run_sync(ask_all())
-    return {"run_id": run_id, "status": manifest.get("status"), "replay": manifest.get("replay", "online"),
-            "rows": rows, "planned_rows": int(manifest.get("examples") or 0) * (repeats + 1),
-            "batches": batches}
+        batches = run_sync(ask_all())
+    return {"run_id": run_id, "status": manifest.status, "replay": manifest.replay or "online",
+            "rows": rows, "planned_rows": manifest.examples * (repeats + 1), "batches": batches}
 
 
 def status_lines(info: Mapping[str, Any]) -> list[str]:

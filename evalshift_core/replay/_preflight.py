@@ -14,7 +14,7 @@ from typing import Any
 from .._exceptions import EvalShiftError, InputError
 from .._models import Example
 from ..store._suites import iter_suite, resolve_tools
-from ._run import DEFAULT_TEMPLATE, render_prompt
+from ._messages import DEFAULT_TEMPLATE, render_prompt
 
 
 def replay_problem(

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from .._exceptions import UnsafeNameError
+from .._shapes import toolset_ref_problem
 
 MAX_NAME_CHARS = 128
 """Longest id accepted as a file or folder name, in characters."""
@@ -23,7 +24,6 @@ MAX_NAME_BYTES = 200
 _NAME = re.compile(r"(?![.\s])[\w.+@= -]+(?<![.\s])")
 # Device names Windows resolves anywhere, with or without an extension.
 _RESERVED = re.compile(r"(?i)(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?")
-_TOOLSET_REF = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 def name_problem(value: object) -> str | None:
@@ -61,15 +61,6 @@ def check_name(value: object, *, what: str, field: str | None = None) -> str:
             shown = shown[:77] + "..."
         raise UnsafeNameError(f"{what} {shown} {problem}", field=field)
     return value  # type: ignore[return-value]
-
-
-def toolset_ref_problem(value: object) -> str | None:
-    """Why ``value`` is not a toolset ref (``sha256:`` + 64 lowercase hex), or None."""
-    if not isinstance(value, str):
-        return f"must be a string, not {type(value).__name__}"
-    if not _TOOLSET_REF.fullmatch(value):
-        return "must be 'sha256:' followed by 64 lowercase hex digits"
-    return None
 
 
 def check_toolset_ref(value: object, *, field: str | None = "toolset_ref") -> str:

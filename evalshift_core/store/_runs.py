@@ -9,13 +9,20 @@ from __future__ import annotations
 import os
 import secrets
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .._exceptions import InputError, RunNotFoundError
-from .._io import iter_models, read_json_object
+from .._exceptions import RunNotFoundError
+from .._io import (
+    atomic_write_json,
+    check_schema_version,
+    iter_models,
+    read_json_object,
+    validation_error,
+)
 from .._models import SCHEMA_VERSION, Call, Example
 from ._paths import check_name, under
 
@@ -25,7 +32,13 @@ RAW_FILE = "raw.jsonl"
 
 
 class Manifest(BaseModel):
-    """``run.json``: what a run compared, how it was replayed and what it cost."""
+    """``run.json``: what a run compared, how it was replayed and what it cost.
+
+    Only the keys a run has set are written (a key the file lacks stays absent), in the order of
+    the fields below, so the file reads the same as a run fills it in. A manifest also reads like
+    that file, key by key: ``manifest["cost_usd"]``, ``"replay" in manifest`` and
+    ``dict(manifest)`` see exactly what run.json holds.
+    """
 
     model_config = ConfigDict(extra="allow")
 
@@ -43,38 +56,55 @@ class Manifest(BaseModel):
     """Examples in the run."""
     created: str | None = None
     """When the run started (UTC, ISO 8601)."""
-    finished: str | None = None
-    """When its replay finished."""
     status: Literal["running", "complete"] = "running"
     """``running`` until every row is written."""
-    resumed: list[str] = Field(default_factory=list)
-    """When it was resumed, if ever."""
     concurrency: int | None = None
     """Model calls in flight at once."""
-    source_repeats: int | None = None
-    """Replays of the source per example, when more than one."""
-    replay: Literal["online", "batch"] | None = None
-    """``batch`` when the requests went through the providers' batch APIs."""
-    batches: list[dict[str, Any]] = Field(default_factory=list)
-    """The batches submitted (id, provider, state, counts) on a batch replay."""
-    planned_model_calls: int = 0
-    """Model calls the pre-flight planned (cache hits excluded)."""
     estimated_cost_usd: float = 0.0
     """The pre-flight estimate in the replay's own mode."""
     estimated_online_cost_usd: float | None = None
     """The pre-flight estimate at online prices."""
     estimated_batch_cost_usd: float | None = None
     """The pre-flight estimate at batch prices."""
+    planned_model_calls: int = 0
+    """Model calls the pre-flight planned (cache hits excluded)."""
     unpriced_models: list[str] = Field(default_factory=list)
     """Models the price table had no price for."""
+    replay: Literal["online", "batch"] | None = None
+    """``batch`` when the requests went through the providers' batch APIs."""
+    source_repeats: int | None = None
+    """Replays of the source per example, when more than one."""
+    resumed: list[str] = Field(default_factory=list)
+    """When it was resumed, if ever."""
+    batches: list[dict[str, Any]] = Field(default_factory=list)
+    """The batches submitted (id, provider, state, counts) on a batch replay."""
+    finished: str | None = None
+    """When its replay finished."""
     cost_usd: float = 0.0
     """Cost of the responses in raw.jsonl."""
     errors: int = 0
     """Rows whose model call failed."""
-    cached_calls: int = 0
-    """Responses that came from the response cache."""
-    model_calls: int = 0
-    """Responses in all, fresh or cached."""
+    cached_calls: int | None = None
+    """Responses that came from the response cache; None until the replay finishes."""
+    model_calls: int | None = None
+    """Responses in all, fresh or cached; None until the replay finishes."""
+
+    def to_json(self) -> dict[str, Any]:
+        """What run.json holds: the keys this run has set (as read, or since it was made)."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+    def keys(self) -> list[str]:
+        return list(self.to_json())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.to_json()[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.to_json()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``manifest.get("cost_usd")``, as on the dict :func:`load_run` returned before."""
+        return self.to_json().get(key, default)
 
 
 def new_run_id() -> str:
@@ -91,35 +121,44 @@ def load_manifest(run_dir: str | os.PathLike[str]) -> Manifest:
     """Read ``run.json``; a newer schema or a malformed field is an InputError naming it."""
     path = Path(run_dir) / RUN_FILE
     data = read_json_object(path, what="run manifest")
-    version = data.get("schema_version", SCHEMA_VERSION)
-    if isinstance(version, int) and version > SCHEMA_VERSION:
-        raise InputError(f"written by a newer EvalShift (schema {version}; this one reads up to {SCHEMA_VERSION}): "
-                         "upgrade evalshift", file=str(path), field="schema_version")
+    check_schema_version(data.get("schema_version", SCHEMA_VERSION), SCHEMA_VERSION, file=str(path))
     try:
         return Manifest.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise InputError(err["msg"], file=str(path), field=".".join(str(p) for p in err["loc"]) or None) from exc
+        raise validation_error(exc, file=str(path)) from exc
 
 
 def write_manifest(run_dir: str | os.PathLike[str], manifest: Manifest) -> None:
-    from .._io import atomic_write_json
+    """Write ``run.json`` atomically: ``schema_version`` first, then the keys the run has set."""
+    atomic_write_json(Path(run_dir) / RUN_FILE, {"schema_version": manifest.schema_version, **manifest.to_json()})
 
-    atomic_write_json(Path(run_dir) / RUN_FILE, manifest.model_dump(mode="json", exclude_none=True))
+
+def iter_run_examples(run_dir: str | os.PathLike[str]) -> Iterator[tuple[int, Example]]:
+    """``(line, example)`` of a run's ``examples.jsonl``: the examples it was started on, tools resolved."""
+    return iter_models(Path(run_dir) / EXAMPLES_FILE, Example, what="example", schema_version=SCHEMA_VERSION)
 
 
-def load_run(base: str | os.PathLike[str], run_id: str) -> tuple[dict[str, Any], list[Example], list[Call]]:
-    """Read a run's manifest (as written, checked against :class:`Manifest`), examples and Call
-    rows back (a progress bar when it takes a while)."""
-    from .._progress import count_lines, counted, progress_bar
+def iter_run_calls(run_dir: str | os.PathLike[str]) -> Iterator[tuple[int, Call]]:
+    """``(line, Call row)`` of a run's ``raw.jsonl``."""
+    return iter_models(Path(run_dir) / RAW_FILE, Call, what="Call row", schema_version=SCHEMA_VERSION)
 
+
+def existing_run_dir(base: str | os.PathLike[str], run_id: str) -> Path:
+    """The folder of a run that exists (its run.json written); else RunNotFoundError."""
     out = run_dir_for(base, run_id)
     if not (out / RUN_FILE).exists():
         raise RunNotFoundError(f"no run {run_id!r} under {Path(base) / 'runs'}")
-    load_manifest(out)
-    manifest = read_json_object(out / RUN_FILE, what="run manifest")
+    return out
+
+
+def load_run(base: str | os.PathLike[str], run_id: str) -> tuple[Manifest, list[Example], list[Call]]:
+    """Read a run's manifest, examples and Call rows back (a progress bar when it takes a while)."""
+    from .._progress import count_lines, counted, progress_bar
+
+    out = existing_run_dir(base, run_id)
+    manifest = load_manifest(out)
     files = [out / EXAMPLES_FILE, out / RAW_FILE]
     with progress_bar(sum(count_lines(f) for f in files if f.exists()), f"load {run_id}") as bar:
-        examples = [e for _, e in counted(iter_models(files[0], Example, what="example"), bar)]
-        calls = [c for _, c in counted(iter_models(files[1], Call, what="Call row"), bar)]
+        examples = [e for _, e in counted(iter_run_examples(out), bar)]
+        calls = [c for _, c in counted(iter_run_calls(out), bar)]
     return manifest, examples, calls

@@ -13,7 +13,7 @@ from evalshift_sdk._toolsets import canonical_json, toolset_ref
 from .._exceptions import InputError, UnknownToolsetError
 from .._io import atomic_write_bytes, atomic_write_jsonl, iter_models, validation_error
 from .._limits import MAX_DEPTH, load_json
-from .._models import Example, Tool
+from .._models import SCHEMA_VERSION, Example, Tool
 from ._paths import check_name, toolset_filename, under
 
 DEFAULT_BASE = ".evalshift"
@@ -32,7 +32,8 @@ def load_suite(
     With ``on_bad_line`` every bad line is handed over instead (the same InputError) and left
     out, so the valid examples can still run. A line is bad when it is not JSON, nests too
     deeply, does not validate, holds a value the replay cannot send (``stop: 1.5``, a history
-    part that is a string), or repeats an example id (the message names both lines).
+    part that is a string), repeats an example id (the message names both lines), or carries a
+    ``schema_version`` newer than this EvalShift reads.
     """
     return [example for _, example in iter_suite(path, on_bad_line=on_bad_line)]
 
@@ -44,7 +45,7 @@ def iter_suite(
     file = str(path)
     first_line: dict[str, int] = {}
     for lineno, example in iter_models(path, Example, what="suite example", max_depth=MAX_DEPTH,
-                                       on_bad_line=on_bad_line):
+                                       on_bad_line=on_bad_line, schema_version=SCHEMA_VERSION):
         try:
             check_example(example)
             if example.id in first_line:

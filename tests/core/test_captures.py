@@ -12,15 +12,10 @@ from _capture_agent import REFUND_TICKET, capture_turns, flat_spans, simulator, 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalshift_core.ingest._captures import (
-    FilePosition,
-    TurnAssembler,
-    capture_files,
-    iter_captures,
-    load_captures,
-    read_spans,
-    spans_of_request,
-)
+from evalshift_core.ingest._captures import iter_captures, load_captures
+from evalshift_core.ingest._files import FilePosition, capture_files, read_spans
+from evalshift_core.ingest._otlp import spans_of_request
+from evalshift_core.ingest._turns import TurnAssembler
 
 
 @pytest.fixture(scope="module")

@@ -153,8 +153,8 @@ _VALUES = st.one_of(st.text(max_size=8), st.integers(), st.none(), st.just("[]")
 @given(st.dictionaries(_KEYS, _VALUES, max_size=8))
 def test_foreign_attributes_never_break_ingest(attrs):
     """Whatever another instrumentation wrote, reading it yields an event or says what is missing."""
-    from evalshift_core.ingest._captures import Span
     from evalshift_core.ingest._genai import model_call_event
+    from evalshift_core.ingest._otlp import Span
 
     span = Span({"traceId": "1" * 32, "spanId": "2" * 16, "name": "chat"}, "other", "f:1")
     span._attrs = {k: v for k, v in attrs.items() if v is not None}

@@ -23,8 +23,8 @@ from test_run_replay import (
 
 from evalshift_core import ConfigError, Example, run
 from evalshift_core.replay._batch import BatchPolicy, BatchState, custom_id
+from evalshift_core.replay._execute import RetryPolicy
 from evalshift_core.replay._pricing import default_prices, load_prices
-from evalshift_core.replay._run import RetryPolicy
 from evalshift_core.simulator import Simulator
 
 FAST = BatchPolicy(poll_s=0.02, max_poll_s=0.1)

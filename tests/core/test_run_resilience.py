@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from evalshift_core import Example, ReplayError, run
-from evalshift_core.replay._run import RetryPolicy
+from evalshift_core.replay._execute import RetryPolicy
 from evalshift_core.simulator import Simulator, load_scripts
 
 SCRIPTS = {

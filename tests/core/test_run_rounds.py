@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalshift_core import Call, Example, InputError
-from evalshift_core.replay._run import _read_rows, recorded_rounds, round_messages
+from evalshift_core.replay._messages import recorded_rounds, round_messages
+from evalshift_core.replay._resume import read_rows as _read_rows
 from evalshift_core.replay.clients import to_openai_messages
 
 
