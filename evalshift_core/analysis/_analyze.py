@@ -18,6 +18,8 @@ from ..evaluators import ScoreRecord
 from ..evaluators._base import MISSED_BELOW
 from ..evaluators._calibration import UNCALIBRATED
 from ._headline import (
+    BROKEN_HARNESS,
+    NOTHING_MEASURED,
     duplicate_comparisons,
     headline,
     one_reason_per_cause,
@@ -50,8 +52,6 @@ from ._stats import (
 )
 from ._tool_use import TOOL_CALLS, ToolShare, ToolUse, call_rate_comparisons
 
-BROKEN_HARNESS = "broken eval harness"
-NOTHING_MEASURED = "Nothing measured"
 CONFORMANCE_MODES = ("expected", "expected_set")
 POWER = 0.8
 
