@@ -112,7 +112,7 @@ def _build_runtime(
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
     from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
-    from . import _attributes as A
+    from . import schema as A
     from ._exporter import (
         DEFAULT_MAX_BYTES,
         CaptureExporter,

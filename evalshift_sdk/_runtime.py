@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from . import _attributes as A
+from . import schema as A
 from ._guard import capture_internal_exceptions
 from ._jsonsafe import dumps
 

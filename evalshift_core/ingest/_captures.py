@@ -24,8 +24,8 @@ from typing import Any
 
 import orjson
 
-from evalshift_sdk import _attributes as A
-from evalshift_sdk._jsonsafe import json_or_text
+from evalshift_sdk import schema as A
+from evalshift_sdk.schema import json_or_text
 
 from .._io import open_maybe_gzip
 from .._limits import MAX_LINE_BYTES

@@ -19,12 +19,12 @@ import orjson
 import wrapt
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from .. import _attributes as A
+from .. import schema as A
 from .._guard import capture_internal_exceptions
 from .._jsonsafe import dumps
 from .._runtime import current_turn, error_text, get_runtime
 from .._spans import CaptureSpan
-from .._toolsets import normalise_toolset, toolset_ref
+from ..schema import normalise_toolset, toolset_ref
 
 _SENTINEL_NAMES = frozenset({"Omit", "NotGiven", "_NotGiven", "_Omit", "NotGivenOr"})
 
