@@ -16,10 +16,7 @@ from .. import _runtime
 from .._guard import capture_internal_exceptions
 from .._runtime import get_runtime
 from ._genai import (
-    Accumulator,
-    AsyncStreamProxy,
     ModelCall,
-    SyncStreamProxy,
     as_mapping,
     given,
     is_raw_response,
@@ -33,6 +30,7 @@ from ._genai import (
     tool_response_part,
 )
 from ._patching import patch, require_version, unpatch
+from ._streams import Accumulator, AsyncStreamProxy, SyncStreamProxy
 
 PROVIDER = "anthropic"
 MIN_VERSION = (0, 40)

@@ -16,7 +16,6 @@ from .. import _runtime
 from .._guard import capture_internal_exceptions
 from . import DidNotEnable
 from ._genai import (
-    Accumulator,
     ModelCall,
     observe_async,
     observe_sync,
@@ -25,6 +24,7 @@ from ._genai import (
     tool_response_part,
 )
 from ._patching import patch, require_version, unpatch
+from ._streams import Accumulator
 
 PROVIDER = "gcp.gemini"
 MIN_VERSION = (1, 0)
