@@ -73,7 +73,7 @@ def init(
         enabled = _env_enabled()
     if not enabled:
         return False
-    with rt_mod._runtime_lock:
+    with rt_mod.runtime_lock:
         if rt_mod.get_runtime() is not None:
             return True
         directory = os.fspath(capture_dir or os.environ.get("EVALSHIFT_CAPTURE_DIR") or DEFAULT_CAPTURE_DIR)
@@ -170,7 +170,7 @@ def shutdown() -> None:
     from . import _runtime as rt_mod
     from .instrumentation import uninstrument
 
-    with rt_mod._runtime_lock:
+    with rt_mod.runtime_lock:
         rt = rt_mod.get_runtime()
         with capture_internal_exceptions("shutdown.uninstrument"):
             uninstrument()

@@ -354,13 +354,13 @@ async def _apublic_generate(wrapped: Any, instance: Any, args: Any, kwargs: Any)
         return await wrapped(*args, **_afc_kwargs(kwargs))
 
 
-def _stream_in_turn(chunks: Any) -> Any:
-    with _runtime.turn(_implicit=True):
+def _stream_in_turn(scope: Any, chunks: Any) -> Any:
+    with scope:
         yield from chunks
 
 
-async def _astream_in_turn(chunks: Any) -> Any:
-    with _runtime.turn(_implicit=True):
+async def _astream_in_turn(scope: Any, chunks: Any) -> Any:
+    with scope:
         async for chunk in chunks:
             yield chunk
 
@@ -370,14 +370,14 @@ def _public_generate_stream(wrapped: Any, instance: Any, args: Any, kwargs: Any)
     scope = _afc_turn(kwargs)
     if scope is None:
         return wrapped(*args, **_afc_kwargs(kwargs))
-    return _stream_in_turn(wrapped(*args, **_afc_kwargs(kwargs)))
+    return _stream_in_turn(scope, wrapped(*args, **_afc_kwargs(kwargs)))
 
 
 async def _apublic_generate_stream(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     scope = _afc_turn(kwargs)
     if scope is None:
         return await wrapped(*args, **_afc_kwargs(kwargs))
-    return _astream_in_turn(await wrapped(*args, **_afc_kwargs(kwargs)))
+    return _astream_in_turn(scope, await wrapped(*args, **_afc_kwargs(kwargs)))
 
 
 def instrument() -> None:
