@@ -12,11 +12,14 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .._exceptions import EvalShiftError
+
+if TYPE_CHECKING:
+    from ..analysis import Analysis
 
 EXIT_OK = 0
 EXIT_USER_ERROR = 1
@@ -123,26 +126,19 @@ def _open(path: Path) -> None:
         progress(f"could not start a browser; open {Path(path).resolve().as_uri()}")
 
 
-def _analysis_dict(analysis: Any) -> dict[str, Any]:
-    return analysis.model_dump(mode="json") if hasattr(analysis, "model_dump") else dict(analysis)
+# The analysis fields a verdict payload (--json, JUnit) carries, in the order it prints them.
+_VERDICT_FIELDS = ("verdict", "headline", "reasons", "banners", "comparisons", "labels", "regressions",
+                   "failure_categories", "recommendations")
 
 
-def verdict_payload(run_id: str, run_dir: Path, analysis: Any, report_path: Path | None,
+def verdict_payload(run_id: str, run_dir: Path, analysis: Analysis, report_path: Path | None,
                     manifest: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    a = _analysis_dict(analysis)
+    fields = analysis.model_dump(mode="json", include=set(_VERDICT_FIELDS))
     manifest = manifest if manifest is not None else _manifest(run_dir)
     return {
         "run_id": run_id,
         "run_dir": str(run_dir),
-        "verdict": a.get("verdict"),
-        "headline": a.get("headline"),
-        "reasons": a.get("reasons", []),
-        "banners": a.get("banners", []),
-        "comparisons": a.get("comparisons", []),
-        "labels": a.get("labels", {}),
-        "regressions": a.get("regressions", []),
-        "failure_categories": a.get("failure_categories", {}),
-        "recommendations": a.get("recommendations", []),
+        **{name: fields[name] for name in _VERDICT_FIELDS},
         "cached_calls": manifest.get("cached_calls"),
         "model_calls": manifest.get("model_calls"),
         "analysis_path": str(Path(run_dir) / "analysis.json"),
