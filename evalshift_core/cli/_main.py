@@ -789,7 +789,7 @@ def simulator(host: str, port: int, scripts_file: str | None, noise: str | None,
     import signal
     import threading
 
-    from ..simulator import Simulator, load_scripts
+    from ..simulator import Simulator, load_script_file, load_scripts
 
     if scripts_file is None:
         from ._demo import DEMO_NOISE, DEMO_SCRIPTS
@@ -814,39 +814,6 @@ def simulator(host: str, port: int, scripts_file: str | None, noise: str | None,
         except KeyboardInterrupt:
             pass
     progress("simulator stopped")
-
-
-def load_script_file(path: str) -> dict[str, Any]:
-    """Simulator scripts from YAML or JSON: ``{model_name: [rule, ...] | {rules: [...], noise: ...}}``."""
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
-
-    from .._exceptions import InputError
-    from ..config._config import _line_of, _parse_field
-    from ..simulator import load_scripts
-
-    p = Path(path)
-    if not p.is_file():
-        raise EvalShiftError("scripts file not found", file=path)
-    text = p.read_text(encoding="utf-8")
-    try:
-        spec = YAML(typ="safe", pure=True).load(text)
-    except YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise EvalShiftError(f"not valid YAML: {getattr(exc, 'problem', exc)}", file=path,
-                             line=mark.line + 1 if mark else None) from exc
-    if not isinstance(spec, dict):
-        raise EvalShiftError("scripts are a mapping of model name to a list of rules", file=path, line=1)
-    try:
-        return load_scripts(spec)
-    except InputError as exc:
-        # the field starts with the model's name, which may itself hold dots
-        field = exc.field or ""
-        model = max((str(k) for k in spec if field == str(k) or field.startswith((f"{k}.", f"{k}["))),
-                    key=len, default=None)
-        loc = [] if model is None else [model, *_parse_field(field[len(model):])]
-        line = _line_of(YAML(typ="rt").compose(text), loc) if loc else None
-        raise EvalShiftError(exc.message, file=path, line=line, field=exc.field) from exc
 
 
 # -- the entry point --------------------------------------------------------------------------------
