@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .._exceptions import EvalShiftError
+from .._exceptions import EvalShiftError, InputError
 
 if TYPE_CHECKING:
     from ..analysis import Analysis
@@ -385,7 +385,7 @@ def capture_sync(capture_dir: str | None, base: str, suite_name: str | None, rou
 
     directory = Path(capture_dir or os.environ.get("EVALSHIFT_CAPTURE_DIR") or Path(DEFAULT_BASE) / "captures")
     if not directory.is_dir():
-        raise EvalShiftError(f"no captures at {directory}: run your agent with EVALSHIFT_CAPTURE=1 first")
+        raise InputError(f"no captures at {directory}: run your agent with EVALSHIFT_CAPTURE=1 first")
     progress(f"syncing captures from {directory} ...")
     result = sync(directory, base=base, suite_name=suite_name, rounds=rounds, names_only=names_only)  # type: ignore[arg-type]
     _print_sync(_sync_payload(result), as_json)
@@ -407,7 +407,7 @@ def capture_promote(files: tuple[str, ...], base: str, suite_name: str | None, r
 
     for f in files:
         if not Path(f).is_file():
-            raise EvalShiftError("capture file not found", file=f)
+            raise InputError("capture file not found", file=f)
     progress(f"promoting {len(files)} capture file(s) ...")
     result = promote_files([Path(f) for f in files], base=base, suite_name=suite_name, rounds=rounds,  # type: ignore[arg-type]
                            names_only=names_only)
@@ -622,7 +622,7 @@ def traces_import(run_id: str, source_file: str, target_file: str, baseline_file
 
     for f in (source_file, target_file, baseline_file):
         if f is not None and not Path(f).is_file():
-            raise EvalShiftError("traces file not found", file=f)
+            raise InputError("traces file not found", file=f)
     from ..ingest._traces import import_traces
 
     path = import_traces(base, run_id, source_file, target_file, baseline_file)
