@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .._exceptions import EvalShiftError, InputError
+from ..store._suites import DEFAULT_BASE
 
 if TYPE_CHECKING:
     from ..analysis import Analysis
@@ -34,7 +35,6 @@ EXIT_CODES_HELP = (
     "  3  the verdict is INCONCLUSIVE under --fail-on-inconclusive"
 )
 
-DEFAULT_BASE = ".evalshift"
 MAX_LISTED_REGRESSIONS = 25  # the terminal gets a summary; the report and --json have every row
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
