@@ -41,7 +41,9 @@ from .ingest._traces import import_traces
 from .promote._examples import Promotion, promote, promote_capture
 from .promote._sync import SyncResult, promote_files, sync
 from .replay._run import RunResult, run
-from .report._report import build_report, open_report, render_html, render_run_report, write_report
+from .report._data import build_report
+from .report._html import render_html
+from .report._report import open_report, render_run_report, write_report
 from .simulator import Simulator
 from .store._runs import load_run
 from .store._suites import load_suite, resolve_tools, save_suite

@@ -81,7 +81,7 @@ class Comparison:
         return f"<Comparison {said} ({models}{regressed} examples regressed; report {self.report_path})>"
 
     def _repr_html_(self) -> str:
-        from .report._report import render_compact_html
+        from .report._html import render_compact_html
 
         return render_compact_html(self.analysis, self.report_path, tool_calls=self.tool_calls)
 

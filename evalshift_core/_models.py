@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from evalshift_sdk._toolsets import ToolShapeError, normalise_tool, toolset_ref
+from evalshift_sdk.schema import ToolShapeError, normalise_tool, toolset_ref
 
 from ._shapes import check_generation_config, check_messages, toolset_ref_problem
 

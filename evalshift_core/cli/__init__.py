@@ -1,17 +1,16 @@
-"""The ``evalshift`` command line: a thin click layer over the library, and the demo.
+"""The ``evalshift`` command line: a thin click layer over the library, and the demo."""
 
-``main`` is imported on first use, so ``import evalshift_core`` (which reads the demo's scripts
-path from ``cli._demo``) does not import click.
-"""
-
-from typing import Any
+from __future__ import annotations
 
 __all__ = ["main"]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "main":
-        from ._main import main
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI (the ``evalshift`` console script); see :func:`._main.main`.
 
-        return main
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    click is imported only here, so ``import evalshift_core`` (which reads the demo's scripts from
+    this package) works where only the library's own dependencies are installed.
+    """
+    from ._main import main as run
+
+    run(argv)

@@ -19,6 +19,7 @@ from .._exceptions import EvalShiftError
 from ..config._config import Config
 from ..promote._sync import sync
 from ..simulator import Simulator, load_scripts
+from ..store._suites import DEFAULT_BASE
 
 _ORDER = r"(?=.*\b(?P<order_id>[A-Z]\d{4})\b)"
 _AMOUNT = r"(?=.*\$(?P<amount>\d+(?:\.\d+)?))"
@@ -84,7 +85,7 @@ def find_example_agent() -> Path:
     return here
 
 
-def run_demo(base: str | os.PathLike[str] = ".evalshift", *, echo: Any = print) -> Comparison:
+def run_demo(base: str | os.PathLike[str] = DEFAULT_BASE, *, echo: Any = print) -> Comparison:
     """Capture the support agent on the baseline, build the suite, compare against the candidate."""
     base = Path(base)
     capture_dir = base / "demo-captures"

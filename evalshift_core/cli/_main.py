@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .._exceptions import EvalShiftError
+from .._exceptions import EvalShiftError, InputError
+from ..store._suites import DEFAULT_BASE
 
 if TYPE_CHECKING:
     from .._models import Call
+    from ..analysis import Analysis
     from ..store._runs import Manifest
 
 EXIT_OK = 0
@@ -35,7 +37,6 @@ EXIT_CODES_HELP = (
     "  3  the verdict is INCONCLUSIVE under --fail-on-inconclusive"
 )
 
-DEFAULT_BASE = ".evalshift"
 MAX_LISTED_REGRESSIONS = 25  # the terminal gets a summary; the report and --json have every row
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -92,26 +93,19 @@ def _open(path: Path) -> None:
         progress(f"could not start a browser; open {Path(path).resolve().as_uri()}")
 
 
-def _analysis_dict(analysis: Any) -> dict[str, Any]:
-    return analysis.model_dump(mode="json") if hasattr(analysis, "model_dump") else dict(analysis)
+# The analysis fields a verdict payload (--json, JUnit) carries, in the order it prints them.
+_VERDICT_FIELDS = ("verdict", "headline", "reasons", "banners", "comparisons", "labels", "regressions",
+                   "failure_categories", "recommendations")
 
 
-def verdict_payload(run_id: str, run_dir: Path, analysis: Any, report_path: Path | None,
+def verdict_payload(run_id: str, run_dir: Path, analysis: Analysis, report_path: Path | None,
                     manifest: Manifest | None = None) -> dict[str, Any]:
-    a = _analysis_dict(analysis)
+    fields = analysis.model_dump(mode="json", include=set(_VERDICT_FIELDS))
     manifest = manifest if manifest is not None else _manifest(run_dir)
     return {
         "run_id": run_id,
         "run_dir": str(run_dir),
-        "verdict": a.get("verdict"),
-        "headline": a.get("headline"),
-        "reasons": a.get("reasons", []),
-        "banners": a.get("banners", []),
-        "comparisons": a.get("comparisons", []),
-        "labels": a.get("labels", {}),
-        "regressions": a.get("regressions", []),
-        "failure_categories": a.get("failure_categories", {}),
-        "recommendations": a.get("recommendations", []),
+        **{name: fields[name] for name in _VERDICT_FIELDS},
         "cached_calls": manifest.cached_calls if manifest is not None else None,
         "model_calls": manifest.model_calls if manifest is not None else None,
         "analysis_path": str(Path(run_dir) / "analysis.json"),
@@ -351,7 +345,7 @@ def capture_sync(capture_dir: str | None, base: str, suite_name: str | None, rou
 
     directory = Path(capture_dir or os.environ.get("EVALSHIFT_CAPTURE_DIR") or Path(DEFAULT_BASE) / "captures")
     if not directory.is_dir():
-        raise EvalShiftError(f"no captures at {directory}: run your agent with EVALSHIFT_CAPTURE=1 first")
+        raise InputError(f"no captures at {directory}: run your agent with EVALSHIFT_CAPTURE=1 first")
     progress(f"syncing captures from {directory} ...")
     result = sync(directory, base=base, suite_name=suite_name, rounds=rounds, names_only=names_only)  # type: ignore[arg-type]
     _print_sync(_sync_payload(result), as_json)
@@ -373,7 +367,7 @@ def capture_promote(files: tuple[str, ...], base: str, suite_name: str | None, r
 
     for f in files:
         if not Path(f).is_file():
-            raise EvalShiftError("capture file not found", file=f)
+            raise InputError("capture file not found", file=f)
     progress(f"promoting {len(files)} capture file(s) ...")
     result = promote_files([Path(f) for f in files], base=base, suite_name=suite_name, rounds=rounds,  # type: ignore[arg-type]
                            names_only=names_only)
@@ -549,7 +543,7 @@ def traces_import(run_id: str, source_file: str, target_file: str, baseline_file
 
     for f in (source_file, target_file, baseline_file):
         if f is not None and not Path(f).is_file():
-            raise EvalShiftError("traces file not found", file=f)
+            raise InputError("traces file not found", file=f)
     from ..ingest._traces import import_traces
 
     path = import_traces(base, run_id, source_file, target_file, baseline_file)
@@ -716,7 +710,7 @@ def simulator(host: str, port: int, scripts_file: str | None, noise: str | None,
     import signal
     import threading
 
-    from ..simulator import Simulator, load_scripts
+    from ..simulator import Simulator, load_script_file, load_scripts
 
     if scripts_file is None:
         from ._demo import DEMO_NOISE, DEMO_SCRIPTS
@@ -741,39 +735,6 @@ def simulator(host: str, port: int, scripts_file: str | None, noise: str | None,
         except KeyboardInterrupt:
             pass
     progress("simulator stopped")
-
-
-def load_script_file(path: str) -> dict[str, Any]:
-    """Simulator scripts from YAML or JSON: ``{model_name: [rule, ...] | {rules: [...], noise: ...}}``."""
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
-
-    from .._exceptions import InputError
-    from ..config._config import _line_of, _parse_field
-    from ..simulator import load_scripts
-
-    p = Path(path)
-    if not p.is_file():
-        raise EvalShiftError("scripts file not found", file=path)
-    text = p.read_text(encoding="utf-8")
-    try:
-        spec = YAML(typ="safe", pure=True).load(text)
-    except YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise EvalShiftError(f"not valid YAML: {getattr(exc, 'problem', exc)}", file=path,
-                             line=mark.line + 1 if mark else None) from exc
-    if not isinstance(spec, dict):
-        raise EvalShiftError("scripts are a mapping of model name to a list of rules", file=path, line=1)
-    try:
-        return load_scripts(spec)
-    except InputError as exc:
-        # the field starts with the model's name, which may itself hold dots
-        field = exc.field or ""
-        model = max((str(k) for k in spec if field == str(k) or field.startswith((f"{k}.", f"{k}["))),
-                    key=len, default=None)
-        loc = [] if model is None else [model, *_parse_field(field[len(model):])]
-        line = _line_of(YAML(typ="rt").compose(text), loc) if loc else None
-        raise EvalShiftError(exc.message, file=path, line=line, field=exc.field) from exc
 
 
 # -- the entry point --------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from pydantic import (
 )
 
 from .._exceptions import ConfigError, EvalShiftError
-from .._limits import load_yaml, node_line
+from .._limits import load_yaml, node_line, parse_path
 from ..analysis._policy import MigrationPolicy
 
 CONFIG_FILE = "evalshift.yaml"
@@ -218,10 +218,6 @@ def _format_loc(loc: Sequence[Any]) -> str:
     return out
 
 
-def _parse_field(field: str) -> list[str | int]:
-    return [int(p) if p.isdigit() else p for p in re.findall(r"[^.\[\]]+", field)]
-
-
 def _line_of(root: Any, loc: Sequence[Any]) -> int | None:
     """1-based line of the node at ``loc`` in a composed YAML tree (the deepest one found)."""
     return node_line(root, loc)
@@ -384,7 +380,7 @@ def parse_config(text: str, *, file: str = CONFIG_FILE, tools_dir: str | os.Path
     try:
         build_evaluators(config.evaluators)
     except ConfigError as exc:
-        loc = _parse_field(exc.field or "evaluators")
+        loc = parse_path(exc.field or "evaluators")
         raise ConfigError(exc.message, file=file, line=_line_of(root, loc), field=exc.field) from exc
     if tools_dir is not None:
         _check_tool_files(config, Path(tools_dir), file=file, root=root)

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from evalshift_sdk import _attributes as A
+from evalshift_sdk import schema as A
 
 from ..store._paths import toolset_ref_problem
 from . import _genai as genai

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from evalshift_sdk import _attributes as A
-from evalshift_sdk._jsonsafe import json_or_text
-from evalshift_sdk._toolsets import ToolShapeError, normalise_toolset, toolset_ref
+from evalshift_sdk import schema as A
+from evalshift_sdk.schema import ToolShapeError, json_or_text, normalise_toolset, toolset_ref
 
 if TYPE_CHECKING:
     from ._otlp import Span

@@ -10,8 +10,8 @@ import binascii
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from evalshift_sdk import _attributes as A
-from evalshift_sdk._jsonsafe import json_or_text
+from evalshift_sdk import schema as A
+from evalshift_sdk.schema import json_or_text
 
 BadSpan = Callable[[str, str, str | None], None]
 """``(field, problem, trace_id or None)`` of a span left out of its line."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable
 
-from evalshift_sdk import _attributes as A
+from evalshift_sdk import schema as A
 
 from ._otlp import Span
 

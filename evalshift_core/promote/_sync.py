@@ -18,7 +18,7 @@ from typing import IO, Any
 
 import orjson
 
-from evalshift_sdk import _attributes as A
+from evalshift_sdk import schema as A
 
 from .._exceptions import InputError
 from .._io import DERIVED_MAX_DEPTH, atomic_write_bytes, open_maybe_gzip, remove_stale_temps

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from evalshift_sdk._toolsets import canonical_json, toolset_ref
+from evalshift_sdk.schema import canonical_json, toolset_ref
 
 from .._exceptions import InputError, UnknownToolsetError
 from .._io import atomic_write_bytes, atomic_write_jsonl, iter_models, validation_error

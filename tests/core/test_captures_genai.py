@@ -27,7 +27,7 @@ from evalshift_core.ingest._genai import NOTE_NO_CONTENT, NOTE_NO_OUTPUT, NOTE_N
 from evalshift_core.promote._sync import sync
 from evalshift_core.store._suites import read_sidecar, toolset_path
 from evalshift_sdk._exporter import encode_request
-from evalshift_sdk._toolsets import normalise_toolset, toolset_ref
+from evalshift_sdk.schema import normalise_toolset, toolset_ref
 
 GOLDEN = Path(__file__).parent / "data" / "captures"
 

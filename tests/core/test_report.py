@@ -19,17 +19,9 @@ from hypothesis import strategies as st
 from evalshift_core._exceptions import InputError
 from evalshift_core._io import atomic_write_json, atomic_write_jsonl
 from evalshift_core._models import Call, Example, FixtureResult, ToolCall, ToolTrace
-from evalshift_core.report._report import (
-    build_report,
-    embed_json,
-    field_explanations,
-    render_compact_html,
-    render_html,
-    render_run_report,
-    text_diff,
-    trace_diff,
-    write_report,
-)
+from evalshift_core.report._data import build_report, field_explanations, text_diff, trace_diff
+from evalshift_core.report._html import embed_json, render_compact_html, render_html
+from evalshift_core.report._report import render_run_report, write_report
 
 MANIFEST = {"run_id": "run-1", "suite": "s", "source_model": "openai:a", "target_model": "openai:b"}
 

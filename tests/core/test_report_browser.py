@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from evalshift_core._models import Call, Example, FixtureResult, ToolCall, ToolTrace
-from evalshift_core.report._report import build_report, write_report
+from evalshift_core.report._data import build_report
+from evalshift_core.report._report import write_report
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
