@@ -16,7 +16,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests" / "core"))  # _validity: the simulation the tests share
+sys.path.insert(0, str(REPO / "tests" / "core" / "analysis"))  # _validity: the simulation the tests share
 
 from _validity import (  # noqa: E402
     failing_verdicts,

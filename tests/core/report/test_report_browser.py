@@ -20,7 +20,7 @@ from evalshift_core._models import Call, Example, FixtureResult, ToolCall, ToolT
 from evalshift_core.report._data import build_report
 from evalshift_core.report._report import write_report
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 ARTIFACTS = REPO / "test-artifacts"
 
 # Each payload would change the page title if it ever ran as script or markup.

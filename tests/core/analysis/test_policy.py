@@ -62,7 +62,7 @@ def test_readme_analysis_section_policy_block_is_valid():
 
     from ruamel.yaml import YAML
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
     section = readme.split("## analysis.json", 1)[1].split("\n## ", 1)[0]
     block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
     policy = MigrationPolicy.model_validate(YAML(typ="safe").load(block)["migration_policy"])

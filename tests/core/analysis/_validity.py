@@ -2,7 +2,7 @@
 
 Scores for every simulated suite are drawn at once (seeded, vectorised); each suite then goes
 through :func:`analyze` whole, so the rates measure the verdict users get, not a bare test.
-Used by ``tests/core/test_analysis_validity.py`` and ``benchmarks/analysis_validity.py``; it is
+Used by ``tests/core/analysis/test_analysis_validity.py`` and ``benchmarks/analysis_validity.py``; it is
 not part of the package.
 
 The model: example ``i`` has a difficulty ``p_i ~ Beta(a * k, (1 - a) * k)`` (mean accuracy ``a``,

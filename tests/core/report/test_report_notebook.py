@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-NOTEBOOK = Path(__file__).resolve().parents[2] / "examples" / "compare.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[3] / "examples" / "compare.ipynb"
 
 
 @pytest.fixture(scope="module")

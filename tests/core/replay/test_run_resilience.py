@@ -137,7 +137,7 @@ def test_a_run_killed_with_sigkill_resumes_without_duplicates(tmp_path):
     raw = tmp_path / "runs" / "r1" / "raw.jsonl"
     with Simulator(load_scripts(SCRIPTS), latency_s=0.05) as sim:
         child = subprocess.Popen([sys.executable, "-c", _CHILD, sim.openai_base_url, str(tmp_path), "r1"],
-                                 env=os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+                                 env=os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parents[3])})
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and child.poll() is None:
             if raw.exists() and raw.read_bytes().count(b"\n") >= 10:

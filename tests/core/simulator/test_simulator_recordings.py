@@ -17,7 +17,7 @@ import yaml
 from evalshift_core.simulator import _anthropic, _gemini, _responses
 from evalshift_core.simulator._rules import Reply, SimRequest
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "recorded"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "recorded"
 REPLY = Reply(text="Let me check.", tool_calls=[{"name": "get_weather", "arguments": {"location": "Paris"}},
                                                  {"name": "get_time", "arguments": {"timezone": "CET"}}])
 
