@@ -8,17 +8,24 @@ parsing the same rows from ``scores.jsonl`` lines, measured in the same run.
 from __future__ import annotations
 
 import json
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from evalshift_core.analysis import analyze
-from evalshift_core.analysis._validity import (
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests" / "core" / "analysis"))  # _validity: the simulation the tests share
+
+from _validity import (  # noqa: E402
     failing_verdicts,
     simulate_argument_scores,
     simulate_tool_selection,
 )
-from evalshift_core.evaluators import ScoreRecord
+
+from evalshift_core.analysis import analyze  # noqa: E402
+from evalshift_core.evaluators import ScoreRecord  # noqa: E402
 
 SUITES, EXAMPLES = 500, 200
 CONFORMANCE = ("tool_selection", "routing", "conformance")

@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evalshift_core import Example, run  # noqa: E402
-from evalshift_core._batch import BatchPolicy  # noqa: E402
+from evalshift_core.replay._batch import BatchPolicy  # noqa: E402
 from evalshift_core.simulator import Simulator, load_scripts  # noqa: E402
 
 # Named as priced models so the pre-flight has prices to show.

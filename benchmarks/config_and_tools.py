@@ -20,8 +20,8 @@ from collections.abc import Callable
 import libcst as cst
 from ruamel.yaml import YAML
 
-from evalshift_core._config import parse_config
-from evalshift_core._tools_sync import extract_tools, set_tools_path
+from evalshift_core.config._config import parse_config
+from evalshift_core.config._tools_sync import extract_tools, set_tools_path
 
 
 def best_of(fn: Callable[[], object], repeat: int = 5) -> float:

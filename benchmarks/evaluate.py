@@ -125,10 +125,10 @@ def run_ours(examples: list[Any], calls: list[Any]) -> tuple[float, float, dict[
 
     evaluators = build_evaluators(CONFIG)
     per_evaluator = {}
-    # evaluate_run pauses the cyclic GC and files the records it returns in the oldest
-    # generation; any young-generation pass still owed when it returns is charged to it here
-    # (gc.collect(1)), so the figure is the run's whole cost. An evaluator's figure alone also
-    # includes freeing its records (the result is dropped inside the timed window).
+    # evaluate_run pauses the cyclic GC while it scores; the young-generation passes owed over
+    # the records it returns are charged to it here (gc.collect(1)), so the figure is the run's
+    # whole cost. An evaluator's figure alone also includes freeing its records (the result is
+    # dropped inside the timed window).
     for ev in evaluators:
         gc.collect()
         c0 = time.process_time()

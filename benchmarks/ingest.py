@@ -28,7 +28,7 @@ BATCH = 512  # spans per line, as the SDK's BatchSpanProcessor exports them
 
 def record_template(workdir: Path) -> tuple[list[dict], Path]:
     """Spans of one real run of the support agent (32 turns), in the order they were exported."""
-    from evalshift_core._demo import DEMO_SCRIPTS, find_example_agent
+    from evalshift_core.cli._demo import DEMO_SCRIPTS, find_example_agent
     from evalshift_core.simulator import Simulator, load_scripts
 
     captures = workdir / "template"
@@ -87,7 +87,7 @@ def parse_only(directory: Path) -> float:
 
 
 def timed_sync(directory: Path, base: Path) -> tuple[float, int, int]:
-    from evalshift_core._sync import sync
+    from evalshift_core.promote._sync import sync
 
     t0 = time.process_time()
     result = sync(directory, base=base, suite_name="bench", progress=False)
@@ -97,8 +97,8 @@ def timed_sync(directory: Path, base: Path) -> tuple[float, int, int]:
 _RSS_CHILD = """
 import sys
 sys.path.insert(0, {repo!r})
-from evalshift_core._sync import sync
-import evalshift_core._promote, tqdm  # imports counted in the floor, not the sync
+from evalshift_core.promote._sync import sync
+import evalshift_core.promote._examples, tqdm  # imports counted in the floor, not the sync
 
 def status(key):
     for line in open("/proc/self/status"):

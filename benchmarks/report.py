@@ -18,7 +18,8 @@ from pathlib import Path
 import orjson
 
 from evalshift_core._models import Call, Example, ToolCall, ToolTrace
-from evalshift_core._report import build_report, write_report
+from evalshift_core.report._data import build_report
+from evalshift_core.report._report import write_report
 
 N = 10_000
 REPEAT = 3

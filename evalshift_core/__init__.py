@@ -3,11 +3,7 @@
 A library first; the ``evalshift`` CLI is a thin layer over these functions.
 """
 
-from ._analysis import Analysis, ComparisonResult, Regression, analyze
-from ._captures import Capture, load_captures
 from ._compare import Comparison, compare, evaluate_and_report
-from ._config import Config, load_config
-from ._demo import DEMO_SCRIPTS
 from ._exceptions import (
     ConfigError,
     EvalShiftError,
@@ -26,16 +22,31 @@ from ._models import (
     Toolset,
     ToolTrace,
 )
-from ._policy import MigrationPolicy
-from ._promote import Promotion, promote, promote_capture
-from ._report import build_report, open_report, render_html, render_run_report, write_report
-from ._run import RunResult, load_run, run
-from ._suite import load_suite, resolve_tools, save_suite
-from ._sync import SyncResult, promote_files, sync
-from ._traces import import_traces
-from .analysis import load_analysis
-from .evaluators import LABELS, ScoreRecord, evaluate, evaluate_pair, evaluate_run
+from .analysis import Analysis, ComparisonResult, Regression, analyze, load_analysis
+from .analysis._policy import MigrationPolicy
+from .cli._demo import DEMO_SCRIPTS
+from .config._config import Config, load_config
+from .evaluators import (
+    LABELS,
+    ScoreRecord,
+    TextEvaluator,
+    ToolEvaluator,
+    evaluate,
+    evaluate_pair,
+    evaluate_run,
+    evaluator,
+)
+from .ingest._captures import Capture, load_captures
+from .ingest._traces import import_traces
+from .promote._examples import Promotion, promote, promote_capture
+from .promote._sync import SyncResult, promote_files, sync
+from .replay._run import RunResult, run
+from .report._data import build_report
+from .report._html import render_html
+from .report._report import open_report, render_run_report, write_report
 from .simulator import Simulator
+from .store._runs import load_run
+from .store._suites import load_suite, resolve_tools, save_suite
 
 __all__ = [
     "Analysis",
@@ -61,8 +72,10 @@ __all__ = [
     "ScoreRecord",
     "Simulator",
     "SyncResult",
+    "TextEvaluator",
     "Tool",
     "ToolCall",
+    "ToolEvaluator",
     "ToolTrace",
     "Toolset",
     "UnknownToolsetError",
@@ -73,6 +86,7 @@ __all__ = [
     "evaluate_and_report",
     "evaluate_pair",
     "evaluate_run",
+    "evaluator",
     "import_traces",
     "load_analysis",
     "load_captures",

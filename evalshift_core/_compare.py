@@ -1,26 +1,33 @@
-"""``compare()``: run + evaluate + analyze + report in one call."""
+"""``compare()``: run + evaluate + analyze + report in one call, and the one preparation of a replay.
+
+:func:`prepare_replay` decides everything a replay needs (the suite's examples with their prompt's
+tools, the models, the template, the providers, the options from evalshift.yaml and the caller)
+for ``compare()`` and for the CLI's ``run`` and ``compare`` alike.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._analysis import Analysis, Regression, analyze
-from ._config import Config
-from ._exceptions import EvalShiftError, InputError
-from ._io import atomic_write_json, atomic_write_jsonl
-from ._models import Call, Example
+from ._exceptions import ConfigError, EvalShiftError, InputError
+from ._io import atomic_write_json, atomic_write_jsonl, check_schema_version, iter_jsonl
+from ._models import SCHEMA_VERSION, Call, Example
 from ._progress import tracked
-from ._report import build_report, write_report
-from ._run import check_sides, run
-from ._suite import DEFAULT_BASE, load_suite, suite_path
-from ._tools_file import apply_prompt_tools
+from .analysis import Analysis, Regression, analyze
 from .analysis._headline import headline
 from .analysis._tool_use import tool_use
+from .config._config import Config
+from .config._tools_file import apply_prompt_tools
 from .evaluators import build_evaluators, evaluate_run
+from .replay._routing import route
+from .replay._run import RunOptions, RunResult, check_sides, run
+from .report._report import build_report, write_report
+from .store._runs import Manifest, existing_run_dir, iter_run_examples, load_manifest, load_run
+from .store._suites import DEFAULT_BASE, load_suite, suite_path
 
 _SCORE_COLUMNS = ["example_id", "tags", "evaluator", "name", "side", "source_score", "target_score", "difference",
                   "skipped", "labels"]
@@ -45,10 +52,17 @@ class Comparison:
     run_dir: Path
     analysis: Analysis
     report_path: Path
-    manifest: dict[str, Any] = field(default_factory=dict)
+    manifest: Manifest | None = None
     """The run's ``run.json``: models, suite, ``cached_calls`` of ``model_calls``."""
     tool_calls: dict[str, Any] | None = None
     """Per tool, the examples in which each side called it (report.json's ``charts.tool_calls``)."""
+    calls: list[Call] = field(default_factory=list)
+    """The run's Call rows (``raw.jsonl``), source and target per example."""
+
+    def __post_init__(self) -> None:
+        if self.manifest is not None and not isinstance(self.manifest, Manifest):
+            # run.json's keys as a mapping (what this field held before it was typed)
+            self.manifest = Manifest.model_validate({"run_id": self.run_id, **dict(self.manifest)})
 
     @property
     def verdict(self) -> str:
@@ -61,36 +75,32 @@ class Comparison:
     def __repr__(self) -> str:
         regressed = len({r.example_id for r in self.analysis.regressions})
         models = ""
-        if self.manifest.get("source_model"):
-            models = f"{self.manifest['source_model']} -> {self.manifest.get('target_model')}, "
+        if self.manifest is not None and self.manifest.source_model:
+            models = f"{self.manifest.source_model} -> {self.manifest.target_model}, "
         said = self.analysis.headline or self.verdict.upper()
         return f"<Comparison {said} ({models}{regressed} examples regressed; report {self.report_path})>"
 
     def _repr_html_(self) -> str:
-        from ._report import render_compact_html
+        from .report._html import render_compact_html
 
         return render_compact_html(self.analysis, self.report_path, tool_calls=self.tool_calls)
 
     def _tags(self) -> dict[str, list[str]]:
-        from ._io import iter_jsonl
-
         path = Path(self.run_dir) / "examples.jsonl"
         if not path.exists():
             return {}
-        return {str(row.get("id")): list(row.get("tags") or []) for _, row in iter_jsonl(path, what="example")}
+        return {str(row.get("id")): list(row.get("tags") or []) for row in _versioned_rows(path, "example")}
 
     def scores_frame(self) -> Any:
         """Every score record of the run (``scores.jsonl``) as a pandas DataFrame, one row per
         example and comparison, with the example's tags and ``difference = target - source``."""
-        from ._io import iter_jsonl
-
         pd = _pandas()
         tags = self._tags()
         path = Path(self.run_dir) / "scores.jsonl"
         rows = [
             {**{k: r.get(k) for k in _SCORE_COLUMNS}, "tags": tags.get(str(r.get("example_id")), []),
              "difference": r["target_score"] - r["source_score"], "labels": list(r.get("labels") or [])}
-            for _, r in iter_jsonl(path, what="score row")
+            for r in _versioned_rows(path, "score row")
         ] if path.exists() else []
         return pd.DataFrame(rows, columns=_SCORE_COLUMNS)
 
@@ -109,8 +119,16 @@ class Comparison:
         return pd.DataFrame(rows, columns=_REGRESSION_COLUMNS)
 
 
+def _versioned_rows(path: Path, what: str) -> Iterator[dict[str, Any]]:
+    """The rows of a run's JSON lines file; a row carrying a newer ``schema_version`` is refused."""
+    for lineno, row in iter_jsonl(path, what=what):
+        if type(row) is dict and "schema_version" in row:
+            check_schema_version(row["schema_version"], SCHEMA_VERSION, file=str(path), line=lineno)
+        yield row
+
+
 def evaluate_and_report(
-    run_dir: Path, manifest: dict[str, Any], examples: list[Example], calls: list[Call], config: Config
+    run_dir: Path, manifest: Manifest, examples: list[Example], calls: list[Call], config: Config
 ) -> tuple[Analysis, Path]:
     """Score a finished run, analyse it and write scores, analysis and report files."""
     analysis, report_path, _ = _evaluate_and_report(run_dir, manifest, examples, calls, config)
@@ -118,10 +136,10 @@ def evaluate_and_report(
 
 
 def _evaluate_and_report(
-    run_dir: Path, manifest: dict[str, Any], examples: list[Example], calls: list[Call], config: Config
+    run_dir: Path, manifest: Manifest, examples: list[Example], calls: list[Call], config: Config
 ) -> tuple[Analysis, Path, dict[str, Any]]:
     """:func:`evaluate_and_report`, also handing back the per-tool counts (counted once per run)."""
-    from ._traces import load_traces
+    from .ingest._traces import load_traces
 
     # Timelines attached with `evalshift traces import` feed agent_trace; judges need the providers.
     scores = evaluate_run(examples, calls, config.evaluators, timelines=load_traces(run_dir), providers=config.providers)
@@ -136,6 +154,164 @@ def _evaluate_and_report(
     atomic_write_json(run_dir / "analysis.json", analysis.model_dump(mode="json"))
     report = build_report(analysis, examples, calls, manifest, scores, tool_calls=tool_calls)
     return analysis, write_report(run_dir, report), tool_calls
+
+
+def evaluate_saved_run(
+    run_id: str,
+    *,
+    config: Config,
+    base: str | os.PathLike[str] = DEFAULT_BASE,
+    on_loaded: Callable[[list[Example]], None] | None = None,
+) -> Comparison:
+    """Score, analyse and report a run already replayed (the steps of :func:`compare` after the
+    replay); a side on which every call failed is a ReplayError. ``on_loaded`` hears of the
+    run's examples once they are read, before the scoring starts."""
+    manifest, examples, calls = load_run(base, run_id)
+    check_sides(run_id, calls)
+    if on_loaded is not None:
+        on_loaded(examples)
+    run_dir = existing_run_dir(base, run_id)
+    analysis, report_path, tool_calls = _evaluate_and_report(run_dir, manifest, examples, calls, config)
+    return Comparison(run_id=run_id, run_dir=run_dir, analysis=analysis, report_path=report_path,
+                      manifest=manifest, tool_calls=tool_calls, calls=calls)
+
+
+@dataclass(frozen=True)
+class PreparedReplay:
+    """A replay with everything decided: what :func:`prepare_replay` hands to :func:`run`."""
+
+    examples: list[Example]
+    """The examples to replay, each with the tools it offers."""
+    source: str
+    """The source model, as named (``openai:gpt-4o``, ``claude-sonnet-4-6``)."""
+    target: str
+    """The target model, as named."""
+    base: Path
+    """The base folder (suites, toolsets, runs, cache)."""
+    options: RunOptions
+    """How to replay: template, providers, suite name, run id and the rest."""
+    config: Config
+    """The evalshift.yaml it was prepared from (its evaluators score the run)."""
+
+    @property
+    def suite_name(self) -> str | None:
+        return self.options.suite_name
+
+    def run(self) -> RunResult:
+        """Replay the examples through both models (:func:`evalshift_core.run`)."""
+        return run(self.examples, source=self.source, target=self.target, base=self.base, options=self.options)
+
+    def compare(self) -> Comparison:
+        """Replay, then score, analyse and report; a side that never answered is a ReplayError."""
+        result = self.run()
+        check_sides(result.run_id, result.calls)  # a side that never answered is an error, not a verdict
+        analysis, report_path, tool_calls = _evaluate_and_report(result.run_dir, result.manifest, self.examples,
+                                                                 result.calls, self.config)
+        return Comparison(run_id=result.run_id, run_dir=result.run_dir, analysis=analysis, report_path=report_path,
+                          manifest=result.manifest, tool_calls=tool_calls, calls=result.calls)
+
+
+def prepare_replay(
+    suite: str | os.PathLike[str] | list[Example] | None = None,
+    *,
+    source: str | None = None,
+    target: str | None = None,
+    config: Config | Mapping[str, Any] | None = None,
+    out_dir: str | os.PathLike[str] | None = None,
+    providers: Mapping[str, Mapping[str, Any]] | None = None,
+    run_options: Mapping[str, Any] | None = None,
+    on_bad_line: Callable[[InputError], None] | None = None,
+    suite_name: str | None = None,
+    suite_file: str | os.PathLike[str] | None = None,
+    resume: str | None = None,
+) -> PreparedReplay:
+    """Decide everything a replay needs, failing before anything is written.
+
+    The examples come from ``suite`` (a suite name under ``<base>/suites``, a path to a suite
+    file, or examples), else from ``suite_file`` (a file, whatever its name) or ``suite_name``
+    (a name, whatever its dots), or, with ``resume`` (a run id), from that run's folder, with its
+    suite name, models and ``source_repeats``. ``suite_name`` names a list of examples in run.json.
+    Examples without a toolset get their prompt's ``tools_path`` tools (seed 000). ``source``
+    and ``target`` default to evalshift.yaml's ``defaults``; ``providers`` is merged over its
+    ``providers:``; ``run_options`` (:class:`RunOptions` fields) go over its ``replay:`` block.
+    ``on_bad_line`` makes a bad suite line one report instead of an error (see :func:`compare`).
+    """
+    cfg = config if isinstance(config, Config) else Config.model_validate(dict(config or {}))
+    base = Path(out_dir or DEFAULT_BASE)
+    options: dict[str, Any] = {"source_repeats": cfg.replay.source_repeats, "batch_policy": cfg.replay.batch_policy()}
+    if cfg.replay.batch:
+        options["batch"] = True
+    if resume is not None:
+        if (run_options or {}).get("run_id") not in (None, resume):
+            raise InputError("--resume and --run-id name different runs; pass one")
+        run_dir = existing_run_dir(base, resume)
+        manifest = load_manifest(run_dir)
+        suite_name = manifest.suite or resume
+        source, target = _models(cfg, source or manifest.source_model, target or manifest.target_model)
+        examples = [e for _, e in iter_run_examples(run_dir)]  # tools already resolved
+        options.update(source_repeats=manifest.source_repeats or 1, run_id=resume)
+    else:
+        source, target = _models(cfg, source, target)
+        suite_name, examples = _suite_examples(suite, suite_file, suite_name, base, cfg, on_bad_line)
+        # A prompt's tools_path gives its examples that carry no toolset their tools (seed 000).
+        examples = apply_prompt_tools(examples, cfg, config_dir=cfg.tools_dir or ".")
+    merged = {k: dict(v) for k, v in cfg.providers.items()}
+    for k, v in (providers or {}).items():
+        merged.setdefault(k, {}).update(v)
+    options.update(providers=merged, template=cfg.template_for(examples[0].prompt_id if examples else None),
+                   suite_name=suite_name)
+    options.update(run_options or {})
+    return PreparedReplay(examples=examples, source=source, target=target, base=base,
+                          options=RunOptions(**options), config=cfg)
+
+
+def _models(cfg: Config, source: str | None, target: str | None) -> tuple[str, str]:
+    """The two models, named or evalshift.yaml's defaults; an unroutable name fails here."""
+    source = source or cfg.defaults.source_model
+    target = target or cfg.defaults.target_model
+    if not source:
+        raise ConfigError("no source model: pass --from MODEL or set defaults.source_model in evalshift.yaml")
+    if not target:
+        raise ConfigError("no target model: pass --to MODEL or set defaults.target_model in evalshift.yaml")
+    route(source), route(target)  # an unroutable name fails before anything is written
+    return source, target
+
+
+def _suite_examples(
+    suite: str | os.PathLike[str] | list[Example] | None,
+    suite_file: str | os.PathLike[str] | None,
+    suite_name: str | None,
+    base: Path,
+    cfg: Config,
+    on_bad_line: Callable[[InputError], None] | None,
+) -> tuple[str | None, list[Example]]:
+    """The suite's name and its examples: a file, a name under ``<base>/suites``, or a list."""
+    if suite_file is not None:
+        path = Path(suite_file)
+        if not path.exists():
+            raise InputError("suite file not found", file=str(path))
+        name = path.stem
+    elif isinstance(suite, list):
+        return suite_name, suite
+    elif suite is not None and Path(suite).suffix:
+        path = Path(suite)
+        name = path.stem
+        if not path.exists():
+            raise InputError("suite file not found", file=str(path))
+    else:
+        name = str(suite) if suite is not None else suite_name or ""
+        if not name:
+            raise InputError("name a suite with --suite-name NAME (or --suite FILE.jsonl)")
+        path = suite_path(base, name)
+        if not path.exists():
+            known = sorted(p.stem for p in (base / "suites").glob("*.jsonl"))
+            hint = f" (suites here: {', '.join(known)})" if known else " (run `evalshift capture sync` first)"
+            raise InputError(f"no suite {name!r} at {path}{hint}")
+    if on_bad_line is None:
+        return name, load_suite(path)
+    from .replay._preflight import replayable_examples
+
+    return name, replayable_examples(path, base=base, config=cfg, on_bad_line=on_bad_line)
 
 
 def compare(
@@ -162,35 +338,5 @@ def compare(
     template needs, a toolset sidecar): the rest are compared.
     ``suite_name`` names the suite in run.json when ``suite`` is a list of examples.
     """
-    cfg = config if isinstance(config, Config) else Config.model_validate(dict(config or {}))
-    base = Path(out_dir or DEFAULT_BASE)
-    if isinstance(suite, list):
-        examples = suite
-    else:
-        path = Path(suite)
-        if not path.suffix:
-            suite_name = str(suite)
-            path = suite_path(base, suite_name)
-        else:
-            suite_name = path.stem
-        if on_bad_line is None:
-            examples = load_suite(path)
-        else:
-            from ._preflight import replayable_examples
-
-            examples = replayable_examples(path, base=base, config=cfg, on_bad_line=on_bad_line)
-    # A prompt's tools_path gives its examples that carry no toolset their tools (seed 000).
-    examples = apply_prompt_tools(examples, cfg, config_dir=cfg.tools_dir or ".")
-    merged = {k: dict(v) for k, v in cfg.providers.items()}
-    for k, v in (providers or {}).items():
-        merged.setdefault(k, {}).update(v)
-    template = cfg.template_for(examples[0].prompt_id if examples else None)
-    options = {"source_repeats": cfg.replay.source_repeats, "batch_policy": cfg.replay.batch_policy(),
-               **({"batch": True} if cfg.replay.batch else {}), **dict(run_options or {})}
-    result = run(examples, source=source, target=target, base=base, suite_name=suite_name,
-                 providers=merged, template=template, **options)
-    check_sides(result.run_id, result.calls)  # a side that never answered is an error, not a verdict
-    analysis, report_path, tool_calls = _evaluate_and_report(result.run_dir, result.manifest, examples, result.calls,
-                                                             cfg)
-    return Comparison(run_id=result.run_id, run_dir=result.run_dir, analysis=analysis, report_path=report_path,
-                      manifest=result.manifest, tool_calls=tool_calls)
+    return prepare_replay(suite, source=source, target=target, config=config, out_dir=out_dir, providers=providers,
+                          run_options=run_options, on_bad_line=on_bad_line, suite_name=suite_name).compare()

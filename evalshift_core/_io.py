@@ -1,4 +1,4 @@
-"""Atomic writes and line-numbered JSON lines reading."""
+"""Atomic writes, line-numbered JSON lines reading, and the one check of a record's schema version."""
 
 from __future__ import annotations
 
@@ -139,6 +139,18 @@ def validation_error(exc: ValidationError, *, file: str | None = None, line: int
     return InputError(message, file=file, line=line, field=field)
 
 
+def check_schema_version(value: Any, newest: int, *, file: str | None = None, line: int | None = None,
+                         field: str = "schema_version") -> None:
+    """Refuse a record written by a newer EvalShift, by name: ``file:line: field: written by a
+    newer EvalShift (schema 2; this one reads up to 1): upgrade evalshift``; a version that is not a
+    positive integer is an InputError too. Older versions are read as they are."""
+    if type(value) is not int or value < 1:
+        raise InputError(f"must be a positive integer, not {str(value)[:40]!r}", file=file, line=line, field=field)
+    if value > newest:
+        raise InputError(f"written by a newer EvalShift (schema {value}; this one reads up to {newest}): "
+                         "upgrade evalshift", file=file, line=line, field=field)
+
+
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -149,18 +161,33 @@ def iter_models(
     what: str,
     max_depth: int = DERIVED_MAX_DEPTH,
     on_bad_line: Callable[[InputError], None] | None = None,
+    schema_version: int | None = None,
 ) -> Iterator[tuple[int, M]]:
     """Yield ``(line_number, model)`` for each line of a JSON lines file; a line that does not
     validate raises (or, with ``on_bad_line``, hands over and skips) an InputError naming the
-    file, the line and the field."""
+    file, the line and the field.
+
+    With ``schema_version`` (the newest this EvalShift writes) a line may carry its own
+    ``schema_version`` key: a newer one is refused like any bad line (:func:`check_schema_version`),
+    and the key is not part of the record. Lines without one are of the current version.
+    """
     for lineno, value in iter_jsonl(path, what=what, max_depth=max_depth, on_bad_line=on_bad_line):
         try:
-            yield lineno, model.model_validate(value)
+            if schema_version is not None and type(value) is dict and "schema_version" in value:
+                check_schema_version(value.pop("schema_version"), schema_version, file=str(path), line=lineno)
+            record = model.model_validate(value)
         except ValidationError as exc:
             error = validation_error(exc, file=str(path), line=lineno)
             if on_bad_line is None:
                 raise error from exc
             on_bad_line(error)
+            continue
+        except InputError as exc:
+            if on_bad_line is None:
+                raise
+            on_bad_line(exc)
+            continue
+        yield lineno, record
 
 
 def read_json_object(path: str | os.PathLike[str], *, what: str = "JSON file") -> dict[str, Any]:

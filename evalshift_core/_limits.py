@@ -53,6 +53,11 @@ def format_path(path: Sequence[str | int], limit: int = 8) -> str:
     return out
 
 
+def parse_path(field: str) -> list[str | int]:
+    """``prompts[0].id`` -> ``["prompts", 0, "id"]``: the inverse of :func:`format_path`."""
+    return [int(p) if p.isdigit() else p for p in re.findall(r"[^.\[\]]+", field)]
+
+
 def _within(value: Any, max_depth: int, max_nodes: int) -> bool:
     """True when ``value`` is inside every limit: the fast pass, pushing containers only."""
     stack: list[tuple[Any, int]] = [(value, 0)]

@@ -9,9 +9,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from evalshift_sdk._toolsets import ToolShapeError, normalise_tool, toolset_ref
+from evalshift_sdk.schema import ToolShapeError, normalise_tool, toolset_ref
 
-from ._shapes import check_generation_config, check_messages
+from ._shapes import check_generation_config, check_messages, toolset_ref_problem
 
 SCHEMA_VERSION = 1
 
@@ -211,8 +211,6 @@ class Example(_Record):
     @field_validator("toolset_ref")
     @classmethod
     def _ref_shape(cls, value: str | None) -> str | None:
-        from ._paths import toolset_ref_problem
-
         problem = toolset_ref_problem(value) if value is not None else None
         if problem is not None:
             raise ValueError(f"toolset_ref {problem}")

@@ -2,15 +2,19 @@
 
 ``history`` messages and ``generation_config`` are plain JSON on the Example model, so a suite
 line could hold a message part that is a string, or ``stop: 1.5``, and still validate; these
-checks refuse them at load, naming the field, instead of failing mid-replay.
+checks refuse them at load, naming the field, instead of failing mid-replay. A toolset ref's
+shape is checked here too: the models check it, and the store turns a ref into a file name.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from ._limits import format_path
+
+_TOOLSET_REF = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 class ShapeError(ValueError):
@@ -115,3 +119,12 @@ def _check_tool_choice(value: Any, path: list[str | int]) -> None:
         item = value.get(key) if key != "name" else (value.get("name") or (function or {}).get("name"))
         if item is not None and not isinstance(item, str):
             raise ShapeError(f"must be a string, not {_kind(item)}", [*path, key])
+
+
+def toolset_ref_problem(value: object) -> str | None:
+    """Why ``value`` is not a toolset ref (``sha256:`` + 64 lowercase hex), or None."""
+    if not isinstance(value, str):
+        return f"must be a string, not {type(value).__name__}"
+    if not _TOOLSET_REF.fullmatch(value):
+        return "must be 'sha256:' followed by 64 lowercase hex digits"
+    return None

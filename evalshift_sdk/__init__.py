@@ -73,7 +73,7 @@ def init(
         enabled = _env_enabled()
     if not enabled:
         return False
-    with rt_mod._runtime_lock:
+    with rt_mod.runtime_lock:
         if rt_mod.get_runtime() is not None:
             return True
         directory = os.fspath(capture_dir or os.environ.get("EVALSHIFT_CAPTURE_DIR") or DEFAULT_CAPTURE_DIR)
@@ -112,7 +112,7 @@ def _build_runtime(
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
     from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
-    from . import _attributes as A
+    from . import schema as A
     from ._exporter import (
         DEFAULT_MAX_BYTES,
         CaptureExporter,
@@ -170,7 +170,7 @@ def shutdown() -> None:
     from . import _runtime as rt_mod
     from .instrumentation import uninstrument
 
-    with rt_mod._runtime_lock:
+    with rt_mod.runtime_lock:
         rt = rt_mod.get_runtime()
         with capture_internal_exceptions("shutdown.uninstrument"):
             uninstrument()

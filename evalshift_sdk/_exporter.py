@@ -20,10 +20,10 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import Link, Status, StatusCode
 
-from . import _attributes as A
+from . import schema as A
 from ._guard import capture_internal_exceptions
 from ._scrub import might_hold_credentials, scrub
-from ._toolsets import canonical_json, ref_filename
+from .schema import canonical_json, ref_filename
 
 logger = logging.getLogger("evalshift_sdk")
 

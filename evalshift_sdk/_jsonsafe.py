@@ -34,13 +34,3 @@ def dumps(value: Any) -> str:
         return orjson.dumps(value, default=_fallback, option=orjson.OPT_NON_STR_KEYS).decode()
     except Exception:  # noqa: BLE001 - model_dump/to_dict/repr of host objects may raise
         return orjson.dumps(_safe_repr(value)).decode()
-
-
-def json_or_text(value: Any) -> Any:
-    """JSON text (str or bytes) decoded; anything else, or text that is not JSON, as it is."""
-    if isinstance(value, (str, bytes)):
-        try:
-            return orjson.loads(value)
-        except orjson.JSONDecodeError:
-            return value
-    return value

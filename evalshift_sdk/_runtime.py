@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from . import _attributes as A
+from . import schema as A
 from ._guard import capture_internal_exceptions
 from ._jsonsafe import dumps
 
@@ -42,7 +42,7 @@ class Runtime:
 
 
 _runtime: Runtime | None = None
-_runtime_lock = threading.RLock()
+runtime_lock = threading.RLock()
 
 
 def get_runtime() -> Runtime | None:
@@ -207,12 +207,15 @@ def is_failed_result(result: Any) -> bool:
     return isinstance(result, Mapping) and result.get("success") is False
 
 
-_MISSING: Any = object()
+MISSING: Any = object()
+"""The result of a tool execution that raised (``None`` is a result like any other)."""
 
 
-def _tool_span(
+def tool_span(
     name: str, arguments: Any, call_id: str | None
 ) -> tuple[Any, TurnState | None, Any]:
+    """Open the ``execute_tool`` span of one execution, linked to the call the model requested:
+    ``(span, turn, call id)``, or Nones when capture is off or the turn is not sampled."""
     rt = _runtime
     if rt is None:
         return None, None, None
@@ -231,7 +234,8 @@ def _tool_span(
     return span, state, linked
 
 
-def _finish_tool_span(span: Any, result: Any, error: BaseException | str | None) -> None:
+def finish_tool_span(span: Any, result: Any, error: BaseException | str | None) -> None:
+    """Record an execution's result (or error) on its span and end it."""
     from opentelemetry.trace import Status, StatusCode
 
     if error is not None:
@@ -242,7 +246,7 @@ def _finish_tool_span(span: Any, result: Any, error: BaseException | str | None)
             A.ERROR_TYPE, type(error).__qualname__ if isinstance(error, BaseException) else "ToolError"
         )
         span.set_status(Status(StatusCode.ERROR, message[:500]))
-    elif result is not _MISSING:
+    elif result is not MISSING:
         span.set_attribute(A.TOOL_CALL_RESULT, dumps(result))
         if is_failed_result(result):
             span.set_attribute(A.TOOL_FAILED, True)
@@ -253,15 +257,15 @@ def record_tool(
     name: str,
     arguments: Mapping[str, Any] | None = None,
     *,
-    result: Any = _MISSING,
+    result: Any = MISSING,
     error: BaseException | str | None = None,
     call_id: str | None = None,
 ) -> None:
     """Record one tool execution the application ran itself (the executed side)."""
     with capture_internal_exceptions("record_tool"):
-        span, _, _ = _tool_span(name, dict(arguments or {}), call_id)
+        span, _, _ = tool_span(name, dict(arguments or {}), call_id)
         if span is not None:
-            _finish_tool_span(span, result, error)
+            finish_tool_span(span, result, error)
 
 
 def is_recorded(fn: Any) -> bool:
@@ -295,14 +299,14 @@ def tool(fn: F | None = None, *, name: str | None = None) -> Any:
             span = None
             with capture_internal_exceptions("tool.start"):
                 if _runtime is not None:
-                    span, _, _ = _tool_span(tool_name, arguments_of(args, kwargs), None)
+                    span, _, _ = tool_span(tool_name, arguments_of(args, kwargs), None)
             return span
 
         def finish(span: Any, result: Any, error: BaseException | None) -> None:
             if span is None:
                 return
             with capture_internal_exceptions("tool.finish"):
-                _finish_tool_span(span, result, error)
+                finish_tool_span(span, result, error)
 
         if inspect.iscoroutinefunction(func):
 
@@ -312,7 +316,7 @@ def tool(fn: F | None = None, *, name: str | None = None) -> Any:
                 try:
                     result = await func(*args, **kwargs)
                 except BaseException as exc:
-                    finish(span, _MISSING, exc)
+                    finish(span, MISSING, exc)
                     raise
                 finish(span, result, None)
                 return result
@@ -326,7 +330,7 @@ def tool(fn: F | None = None, *, name: str | None = None) -> Any:
             try:
                 result = func(*args, **kwargs)
             except BaseException as exc:
-                finish(span, _MISSING, exc)
+                finish(span, MISSING, exc)
                 raise
             finish(span, result, None)
             return result

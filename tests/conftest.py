@@ -28,7 +28,7 @@ RECORDED_FIXTURES = REPO / "tests" / "fixtures" / "recorded"
 
 @pytest.fixture
 def demo_simulator() -> Iterator[object]:
-    from evalshift_core._demo import DEMO_SCRIPTS
+    from evalshift_core.cli._demo import DEMO_SCRIPTS
     from evalshift_core.simulator import Simulator, load_scripts
 
     with Simulator(load_scripts(DEMO_SCRIPTS)) as sim:

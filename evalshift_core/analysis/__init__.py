@@ -3,7 +3,8 @@
 :func:`analyze` turns score records into :class:`Analysis` (what ``analysis.json`` holds).
 """
 
-from ._analyze import BROKEN_HARNESS, NOTHING_MEASURED, analyze
+from ._analyze import analyze
+from ._headline import BROKEN_HARNESS, NOTHING_MEASURED
 from ._labels import REFUSAL_REGRESSION, TOOL_GROUND_TRUTH_MISS, UNLABELLED_SCORE_DROP
 from ._records import (
     ANALYSIS_SCHEMA_VERSION,

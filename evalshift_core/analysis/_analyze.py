@@ -13,12 +13,13 @@ from typing import Any, Literal
 
 from .._exceptions import ConfigError
 from .._models import Example
-from .._policy import MigrationPolicy
 from .._progress import counted, progress_bar
 from ..evaluators import ScoreRecord
 from ..evaluators._base import MISSED_BELOW
 from ..evaluators._calibration import UNCALIBRATED
 from ._headline import (
+    BROKEN_HARNESS,
+    NOTHING_MEASURED,
     duplicate_comparisons,
     headline,
     one_reason_per_cause,
@@ -36,6 +37,7 @@ from ._labels import (
     regression_labels,
     tools_of,
 )
+from ._policy import MigrationPolicy
 from ._records import Analysis, ComparisonResult, LabelSummary, Regression
 from ._severity import MATERIAL_DROP, SEVERITIES, at_least, severity_of, severity_rank
 from ._stats import (
@@ -50,8 +52,6 @@ from ._stats import (
 )
 from ._tool_use import TOOL_CALLS, ToolShare, ToolUse, call_rate_comparisons
 
-BROKEN_HARNESS = "broken eval harness"
-NOTHING_MEASURED = "Nothing measured"
 CONFORMANCE_MODES = ("expected", "expected_set")
 POWER = 0.8
 
@@ -434,6 +434,309 @@ def _validated_floors(floors: Mapping[tuple[str, str], str | None] | None) -> di
     return out
 
 
+@dataclass
+class _Findings:
+    """What the checks after the comparisons find, in the order the analysis lists them."""
+
+    fail: list[str] = field(default_factory=list)
+    """Reasons the verdict fails."""
+    inconclusive: list[str] = field(default_factory=list)
+    """Reasons nothing can be concluded."""
+    notes: list[str] = field(default_factory=list)
+    """Findings that decide nothing (below fail_at_severity, within a budget, untested)."""
+    banners: list[str] = field(default_factory=list)
+    recommendations: list[str] = field(default_factory=list)
+
+
+def _check_harness(groups: list[_Group], promoted: set[str] | None, found: _Findings) -> list[str]:
+    """Troubleshooting row: the source failing its own recorded ground truth (seed 001).
+
+    Returns the broken-harness reasons (none when the harness looks sound).
+    """
+    recommendations, banners = found.recommendations, found.banners
+    harness: list[str] = []
+    for g in groups:
+        c = g.result
+        if c.evaluator != "tool_selection":
+            continue
+        rows = [r for r in g.measured + g.ground_truth_misses if _is_conformance(r)]
+        if promoted is not None:
+            written = [r for r in rows if r.example_id not in promoted]
+            rows = [r for r in rows if r.example_id in promoted]
+            missed = sum(r.source_score < MISSED_BELOW for r in written)
+            if missed:
+                # Hand-written or imported ground truth: a weak source missing it is a finding
+                # about the source, not a sign the harness is broken.
+                recommendations.append(
+                    f"{c.label}: the source model missed the ground truth on {missed} of {len(written)} "
+                    f"examples not promoted from captures ({_pct(missed / len(written))}); the target is "
+                    "compared with the source on them as on every other example — review those "
+                    "expectations if the source is known to be right"
+                )
+        if not rows:
+            continue
+        # "Failed" is missed (most of the recorded calls wrong), not imperfect: a non-deterministic
+        # source rarely repeats a multi-round recording exactly, and a working harness is no broken one.
+        failed = sum(r.source_score < MISSED_BELOW for r in rows)
+        if 2 * failed >= len(rows):
+            harness.append(
+                f"{BROKEN_HARNESS}: the source model failed the recorded ground truth on {failed} of "
+                f"{len(rows)} {c.evaluator}.{c.name} conformance rows ({_pct(failed / len(rows))}); the "
+                "suite's expectations were captured from the source model, so the run measured the "
+                "harness (wrong toolset attached, wrong prompt, suite promoted from a different agent), "
+                "not the migration"
+            )
+    if harness:
+        banners.append(BROKEN_HARNESS)
+        recommendations.append(
+            "Fix the harness before collecting more examples: check the toolset attached to the "
+            "examples, the prompt template, and that the suite was promoted from this agent's captures."
+        )
+
+    return harness
+
+
+def _judge_comparisons(
+    comparisons: list[ComparisonResult], shares: Mapping[str, ToolShare], pol: MigrationPolicy, found: _Findings
+) -> None:
+    """Each comparison's test against alpha, fail_at_severity and min_examples."""
+    fail, inconclusive, notes, banners = found.fail, found.inconclusive, found.notes, found.banners
+    a = pol.alpha
+    for c in comparisons:
+        if c.status == "unknown":
+            if NOTHING_MEASURED not in banners:
+                banners.append(NOTHING_MEASURED)
+            inconclusive.append(
+                f"{c.label}: {NOTHING_MEASURED.lower()} — all {c.skipped + c.ground_truth_misses} rows "
+                "were skipped or shared misses; a pass resting on it is not evidence of equivalence"
+            )
+            continue
+        if c.status == "uncalibrated":
+            notes.append(
+                f"{c.label}: uncalibrated, not tested — the target differed from the source on "
+                f"{_pct(c.drift_share or 0.0)} of {c.n} examples, but with no A/A baseline the source's "
+                "own run-to-run drift is unknown"
+            )
+            continue
+        # A score that dropped significantly fails; a tool's call rate fails on a change either way.
+        rate = c.evaluator == TOOL_CALLS
+        if c.p_adjusted is not None and c.p_adjusted < a and (c.difference if rate else (c.difference or 0.0) < 0):
+            if rate:
+                line = _call_rate_line(c, shares[c.name], a)
+            else:
+                ci = f" (95% CI {c.ci[0]:+.3f} to {c.ci[1]:+.3f})" if c.ci else ""
+                line = (
+                    f"{c.label}: target {c.target_mean:.3f} vs source {c.source_mean:.3f}, difference "
+                    f"{c.difference:+.3f}{ci}, {c.test} adjusted p={c.p_adjusted:.4g} < alpha {a:g}; "
+                    f"{c.regressed} of {c.n} examples regressed, severity {c.severity}"
+                )
+            if c.severity is not None and severity_rank(c.severity) >= severity_rank(pol.fail_at_severity):
+                fail.append(line)
+            else:
+                notes.append(f"{line} (below fail_at_severity {pol.fail_at_severity})")
+        if c.n < pol.min_examples:
+            inconclusive.append(f"{c.label}: {c.n} measured examples, fewer than min_examples {pol.min_examples}")
+        elif c.p_value is None:
+            inconclusive.append(f"{c.label}: {c.test_reason}")
+
+
+
+def _apply_thresholds(comparisons: list[ComparisonResult], pol: MigrationPolicy, found: _Findings) -> None:
+    """Per-evaluator thresholds, keyed type.name (every side) or type.name.side."""
+    fail, inconclusive, notes = found.fail, found.inconclusive, found.notes
+    for key, threshold in pol.thresholds.items():
+        matched = [c for c in comparisons if key in (f"{c.evaluator}.{c.name}", f"{c.evaluator}.{c.name}.{c.side}")]
+        if not matched:
+            inconclusive.append(f"migration_policy.thresholds.{key} names no comparison of this run")
+        for c in matched:
+            if c.status == "uncalibrated":
+                notes.append(f"{c.label}: migration_policy.thresholds.{key} not applied: the comparison is "
+                             "uncalibrated (its source is pinned at 1.0)")
+                continue
+            if c.status == "unknown" or c.target_mean is None or c.difference is None:
+                continue
+            if threshold.min_target_mean is not None:
+                line = (f"{c.label}: target mean {c.target_mean:.3f} vs min_target_mean "
+                        f"{threshold.min_target_mean:g} (migration_policy.thresholds.{key})")
+                (fail if c.target_mean < threshold.min_target_mean else notes).append(line)
+            if threshold.max_drop is not None:
+                line = (f"{c.label}: drop {-c.difference:+.3f} vs max_drop {threshold.max_drop:g} "
+                        f"(migration_policy.thresholds.{key})")
+                (fail if -c.difference > threshold.max_drop else notes).append(line)
+
+
+
+def _apply_budgets(groups: list[_Group], pol: MigrationPolicy, *, seed: int, n_resamples: int,
+                   found: _Findings) -> None:
+    """Budgets: shares of examples, never averages (seed 000, "Budget it in the policy")."""
+    fail, inconclusive, notes = found.fail, found.inconclusive, found.notes
+    a = pol.alpha
+    by_instance: dict[tuple[str, str], list[_Group]] = {}
+    for g in groups:
+        by_instance.setdefault((g.result.evaluator, g.result.name), []).append(g)
+    if pol.max_tool_argument_drift is not None:
+        drift_floor = 1.0 if pol.tool_argument_drift_floor is None else pol.tool_argument_drift_floor
+        instances = {k: v for k, v in by_instance.items() if k[0] == "tool_arguments"}
+        if not any(g.measured for gs in instances.values() for g in gs):
+            inconclusive.append("max_tool_argument_drift is set but no tool_arguments rows were measured")
+        for (ev, name), gs in instances.items():
+            failed, line = _budget(
+                f"{ev}.{name}", gs, budget=pol.max_tool_argument_drift, what="max_tool_argument_drift",
+                moved=lambda score, _floor=drift_floor: score < _floor,
+                conformance_moved=lambda r, _floor=drift_floor: r.target_score < _floor and r.target_score < r.source_score,
+                describe=f"scored below tool_argument_drift_floor {drift_floor:g}",
+                alpha=a, rng=_rng_for(seed, (ev, name, "max_tool_argument_drift")), n_resamples=n_resamples,
+            )
+            if line:
+                (fail if failed else notes).append(line)
+    if pol.max_tool_divergence is not None:
+        instances = {k: v for k, v in by_instance.items() if k[0] == "tool_selection"}
+        if not any(g.measured for gs in instances.values() for g in gs):
+            inconclusive.append("max_tool_divergence is set but no tool_selection rows were measured")
+        for (ev, name), gs in instances.items():
+            divergence = [g for g in gs if any(not _is_conformance(r) for r in g.measured + g.uncalibrated)]
+            failed, line = _budget(
+                f"{ev}.{name}", divergence or gs, budget=pol.max_tool_divergence, what="max_tool_divergence",
+                moved=_drifted, conformance_moved=diverged, describe="diverged in at least one round",
+                alpha=a, rng=_rng_for(seed, (ev, name, "max_tool_divergence")), n_resamples=n_resamples,
+            )
+            if line:
+                (fail if failed else notes).append(line)
+
+
+
+def _recommend(groups: list[_Group], comparisons: list[ComparisonResult], failure_categories: Mapping[str, int],
+               pol: MigrationPolicy, found: _Findings) -> None:
+    """Recommendations: power, shared misses, nothing measured, calibration."""
+    recommendations = found.recommendations
+    a = pol.alpha
+    delta = pol.minimum_detectable_drop
+    for g in groups:
+        c = g.result
+        if c.status != "measured" or c.p_value is None:
+            continue
+        c.detectable_drop = detectable_drop(c.n, difference_sd=g.difference_sd, alpha=a, power=POWER,
+                                            design_effect=g.design_effect)
+        if c.p_adjusted is not None and c.p_adjusted < a and (c.difference or 0.0) < 0:
+            continue  # a significant drop is seen already: more examples would not change that
+        need = required_examples(drop=delta, difference_sd=g.difference_sd, alpha=a, power=POWER,
+                                 design_effect=g.design_effect)
+        if need <= c.n:
+            recommendations.append(
+                f"{c.label}: the {c.n} measured examples are enough to detect a {delta:g} drop at "
+                f"{POWER:.0%} power (alpha {a:g}; about {need} would do)"
+            )
+        else:
+            recommendations.append(
+                f"{c.label}: detecting a {delta:g} drop at {POWER:.0%} power (alpha {a:g}) needs "
+                f"{sane_count(need, c.n)}; {power_caveat(c.n, c.detectable_drop or 1.0)}"
+            )
+    misses = failure_categories.get(TOOL_GROUND_TRUTH_MISS, 0)
+    if misses:
+        recommendations.append(
+            f"{misses} {TOOL_GROUND_TRUTH_MISS}: both models missed the recorded ground truth on "
+            f"{misses} example(s); those rows left every policy rate (a shared miss is not "
+            "equivalence) — review their expected_tools."
+        )
+    for c in comparisons:
+        if c.status == "unknown":
+            recommendations.append(
+                f"{c.label}: {NOTHING_MEASURED} — every row was skipped (a turn that ends in tool "
+                "calls has no text to score); rely on the tool evaluators for these turns."
+            )
+    for g in groups:
+        c = g.result
+        if c.uncalibrated:
+            recommendations.append(_calibration_advice(c, imported=any(
+                (r.metadata.get("timeline") == "imported") for r in g.uncalibrated)))
+        unfit: dict[str, int] = {}
+        for r in g.measured if c.status == "uncalibrated" else g.measured + g.uncalibrated:
+            why = (r.metadata.get("baseline") or {}).get("recording")
+            if why:
+                unfit[str(why)] = unfit.get(str(why), 0) + 1
+        if unfit:
+            whys = "; ".join(f"{why} on {n}" for why, n in sorted(unfit.items(), key=lambda kv: -kv[1]))
+            recommendations.append(
+                f"{c.label}: {sum(unfit.values())} examples' recordings could not be the A/A baseline "
+                f"({whys}), so " + ("the source's repeats or an imported baseline were used instead"
+                                   if c.baseline else "they are uncalibrated"))
+
+
+
+def _decide(
+    groups: list[_Group],
+    comparisons: list[ComparisonResult],
+    tested: list[ComparisonResult],
+    harness: list[str],
+    pol: MigrationPolicy,
+    found: _Findings,
+) -> tuple[Literal["pass", "fail", "inconclusive"], list[str]]:
+    """The verdict and its reasons, decisive ones first.
+
+    The reasons name labels only where the verdict rests on them: calibrated comparisons.
+    """
+    fail, inconclusive, notes, banners = found.fail, found.inconclusive, found.notes, found.banners
+    a = pol.alpha
+    delta = pol.minimum_detectable_drop
+    label_lines = _label_lines(_label_summaries([g for g in groups if g.calibrated])[0])
+    tested_any = any(c.status == "measured" for c in comparisons)
+    verdict: Literal["pass", "fail", "inconclusive"]
+    if harness:
+        verdict = "inconclusive"
+        reasons = harness + inconclusive + [f"not trusted while the harness is broken: {x}" for x in fail]
+    elif fail:
+        verdict = "fail"
+        # A tool whose call rate failed is said once, by that line, not again as a label count.
+        rate_failed = {c.name for c in comparisons if c.evaluator == TOOL_CALLS and any(
+            line.startswith(f"{c.label}: ") for line in fail)}
+        reasons = fail + [line for line in label_lines if not any(
+            line.endswith(f" on {tool}") and ("TOOL_SELECTION_DRIFT" in line or "UNNECESSARY_TOOL_CALL" in line)
+            for tool in rate_failed)]
+    elif inconclusive or not tested_any:
+        verdict = "inconclusive"
+        if not comparisons:
+            inconclusive.append(f"{NOTHING_MEASURED}: no score records")
+        elif not tested_any and not inconclusive:
+            inconclusive.append("no comparison could be tested: every drift comparison is uncalibrated")
+        reasons = inconclusive + notes
+        if not comparisons and NOTHING_MEASURED not in banners:
+            banners.append(NOTHING_MEASURED)
+    else:
+        verdict = "pass"
+        reasons = [
+            f"no comparison shows a significant drop ({len(tested)} tested at alpha {a:g} after "
+            "Benjamini-Hochberg)"
+        ] + notes
+    weak = underpowered(comparisons, delta) if verdict != "fail" else None
+    if weak is not None and weak[0] >= pol.min_examples:  # a pass or an inconclusive that could not
+        # have seen a small drop says so (fewer than min_examples says it already)
+        line = (f"{power_caveat(*weak)} at {POWER:.0%} power, above minimum_detectable_drop {delta:g}: "
+                "a smaller drop would pass unseen")
+        reasons.insert(1, f"but {line}") if verdict == "pass" else reasons.append(line)
+
+    return verdict, reasons
+
+
+def _regressions(groups: list[_Group]) -> list[Regression]:
+    """Per example and comparison, most severe first (calibrated comparisons only)."""
+    # model_construct: every value below comes from validated records; a large suite lists many.
+    regressions = [
+        Regression.model_construct(
+            example_id=r.example_id, evaluator=g.result.evaluator, name=g.result.name,
+            side=g.result.side, source_score=r.source_score, target_score=r.target_score,
+            labels=list(r.labels), tools=tools_of(r),
+            severity=at_least(g.result.severity or "low", _min_severity(r)),
+            metadata=r.metadata,
+        )
+        for g in groups
+        if g.calibrated
+        for r in g.measured
+        if r.target_score < r.source_score or (g.result.baseline is None and regression_labels(r))
+    ]
+    regressions.sort(key=lambda x: -severity_rank(x.severity or "low"))
+    return regressions
+
+
 def analyze(
     scores: Iterable[ScoreRecord | Mapping[str, Any]],
     *,
@@ -487,258 +790,24 @@ def analyze(
 
     labels, failure_categories = _label_summaries(groups)
     bar.update()
-    fail: list[str] = []
-    inconclusive: list[str] = []
-    notes: list[str] = []
-    banners: list[str] = []
-    recommendations: list[str] = []
-    a = pol.alpha
-
-    # Troubleshooting row: the source failing its own recorded ground truth (seed 001).
-    harness: list[str] = []
-    for g in groups:
-        c = g.result
-        if c.evaluator != "tool_selection":
-            continue
-        rows = [r for r in g.measured + g.ground_truth_misses if _is_conformance(r)]
-        if promoted is not None:
-            written = [r for r in rows if r.example_id not in promoted]
-            rows = [r for r in rows if r.example_id in promoted]
-            missed = sum(r.source_score < MISSED_BELOW for r in written)
-            if missed:
-                # Hand-written or imported ground truth: a weak source missing it is a finding
-                # about the source, not a sign the harness is broken.
-                recommendations.append(
-                    f"{c.label}: the source model missed the ground truth on {missed} of {len(written)} "
-                    f"examples not promoted from captures ({_pct(missed / len(written))}); the target is "
-                    "compared with the source on them as on every other example — review those "
-                    "expectations if the source is known to be right"
-                )
-        if not rows:
-            continue
-        # "Failed" is missed (most of the recorded calls wrong), not imperfect: a non-deterministic
-        # source rarely repeats a multi-round recording exactly, and a working harness is no broken one.
-        failed = sum(r.source_score < MISSED_BELOW for r in rows)
-        if 2 * failed >= len(rows):
-            harness.append(
-                f"{BROKEN_HARNESS}: the source model failed the recorded ground truth on {failed} of "
-                f"{len(rows)} {c.evaluator}.{c.name} conformance rows ({_pct(failed / len(rows))}); the "
-                "suite's expectations were captured from the source model, so the run measured the "
-                "harness (wrong toolset attached, wrong prompt, suite promoted from a different agent), "
-                "not the migration"
-            )
-    if harness:
-        banners.append(BROKEN_HARNESS)
-        recommendations.append(
-            "Fix the harness before collecting more examples: check the toolset attached to the "
-            "examples, the prompt template, and that the suite was promoted from this agent's captures."
-        )
-
-    for c in comparisons:
-        if c.status == "unknown":
-            if NOTHING_MEASURED not in banners:
-                banners.append(NOTHING_MEASURED)
-            inconclusive.append(
-                f"{c.label}: {NOTHING_MEASURED.lower()} — all {c.skipped + c.ground_truth_misses} rows "
-                "were skipped or shared misses; a pass resting on it is not evidence of equivalence"
-            )
-            continue
-        if c.status == "uncalibrated":
-            notes.append(
-                f"{c.label}: uncalibrated, not tested — the target differed from the source on "
-                f"{_pct(c.drift_share or 0.0)} of {c.n} examples, but with no A/A baseline the source's "
-                "own run-to-run drift is unknown"
-            )
-            continue
-        # A score that dropped significantly fails; a tool's call rate fails on a change either way.
-        rate = c.evaluator == TOOL_CALLS
-        if c.p_adjusted is not None and c.p_adjusted < a and (c.difference if rate else (c.difference or 0.0) < 0):
-            if rate:
-                line = _call_rate_line(c, shares[c.name], a)
-            else:
-                ci = f" (95% CI {c.ci[0]:+.3f} to {c.ci[1]:+.3f})" if c.ci else ""
-                line = (
-                    f"{c.label}: target {c.target_mean:.3f} vs source {c.source_mean:.3f}, difference "
-                    f"{c.difference:+.3f}{ci}, {c.test} adjusted p={c.p_adjusted:.4g} < alpha {a:g}; "
-                    f"{c.regressed} of {c.n} examples regressed, severity {c.severity}"
-                )
-            if c.severity is not None and severity_rank(c.severity) >= severity_rank(pol.fail_at_severity):
-                fail.append(line)
-            else:
-                notes.append(f"{line} (below fail_at_severity {pol.fail_at_severity})")
-        if c.n < pol.min_examples:
-            inconclusive.append(f"{c.label}: {c.n} measured examples, fewer than min_examples {pol.min_examples}")
-        elif c.p_value is None:
-            inconclusive.append(f"{c.label}: {c.test_reason}")
-
-    # Per-evaluator thresholds, keyed type.name (every side) or type.name.side.
-    for key, threshold in pol.thresholds.items():
-        matched = [c for c in comparisons if key in (f"{c.evaluator}.{c.name}", f"{c.evaluator}.{c.name}.{c.side}")]
-        if not matched:
-            inconclusive.append(f"migration_policy.thresholds.{key} names no comparison of this run")
-        for c in matched:
-            if c.status == "uncalibrated":
-                notes.append(f"{c.label}: migration_policy.thresholds.{key} not applied: the comparison is "
-                             "uncalibrated (its source is pinned at 1.0)")
-                continue
-            if c.status == "unknown" or c.target_mean is None or c.difference is None:
-                continue
-            if threshold.min_target_mean is not None:
-                line = (f"{c.label}: target mean {c.target_mean:.3f} vs min_target_mean "
-                        f"{threshold.min_target_mean:g} (migration_policy.thresholds.{key})")
-                (fail if c.target_mean < threshold.min_target_mean else notes).append(line)
-            if threshold.max_drop is not None:
-                line = (f"{c.label}: drop {-c.difference:+.3f} vs max_drop {threshold.max_drop:g} "
-                        f"(migration_policy.thresholds.{key})")
-                (fail if -c.difference > threshold.max_drop else notes).append(line)
-
-    # Budgets: shares of examples, never averages (seed 000, "Budget it in the policy").
-    by_instance: dict[tuple[str, str], list[_Group]] = {}
-    for g in groups:
-        by_instance.setdefault((g.result.evaluator, g.result.name), []).append(g)
-    if pol.max_tool_argument_drift is not None:
-        drift_floor = 1.0 if pol.tool_argument_drift_floor is None else pol.tool_argument_drift_floor
-        instances = {k: v for k, v in by_instance.items() if k[0] == "tool_arguments"}
-        if not any(g.measured for gs in instances.values() for g in gs):
-            inconclusive.append("max_tool_argument_drift is set but no tool_arguments rows were measured")
-        for (ev, name), gs in instances.items():
-            failed, line = _budget(
-                f"{ev}.{name}", gs, budget=pol.max_tool_argument_drift, what="max_tool_argument_drift",
-                moved=lambda score, _floor=drift_floor: score < _floor,
-                conformance_moved=lambda r, _floor=drift_floor: r.target_score < _floor and r.target_score < r.source_score,
-                describe=f"scored below tool_argument_drift_floor {drift_floor:g}",
-                alpha=a, rng=_rng_for(seed, (ev, name, "max_tool_argument_drift")), n_resamples=n_resamples,
-            )
-            if line:
-                (fail if failed else notes).append(line)
-    if pol.max_tool_divergence is not None:
-        instances = {k: v for k, v in by_instance.items() if k[0] == "tool_selection"}
-        if not any(g.measured for gs in instances.values() for g in gs):
-            inconclusive.append("max_tool_divergence is set but no tool_selection rows were measured")
-        for (ev, name), gs in instances.items():
-            divergence = [g for g in gs if any(not _is_conformance(r) for r in g.measured + g.uncalibrated)]
-            failed, line = _budget(
-                f"{ev}.{name}", divergence or gs, budget=pol.max_tool_divergence, what="max_tool_divergence",
-                moved=_drifted, conformance_moved=diverged, describe="diverged in at least one round",
-                alpha=a, rng=_rng_for(seed, (ev, name, "max_tool_divergence")), n_resamples=n_resamples,
-            )
-            if line:
-                (fail if failed else notes).append(line)
-
-    # Recommendations: power, shared misses, nothing measured.
-    delta = pol.minimum_detectable_drop
-    for g in groups:
-        c = g.result
-        if c.status != "measured" or c.p_value is None:
-            continue
-        c.detectable_drop = detectable_drop(c.n, difference_sd=g.difference_sd, alpha=a, power=POWER,
-                                            design_effect=g.design_effect)
-        if c.p_adjusted is not None and c.p_adjusted < a and (c.difference or 0.0) < 0:
-            continue  # a significant drop is seen already: more examples would not change that
-        need = required_examples(drop=delta, difference_sd=g.difference_sd, alpha=a, power=POWER,
-                                 design_effect=g.design_effect)
-        if need <= c.n:
-            recommendations.append(
-                f"{c.label}: the {c.n} measured examples are enough to detect a {delta:g} drop at "
-                f"{POWER:.0%} power (alpha {a:g}; about {need} would do)"
-            )
-        else:
-            recommendations.append(
-                f"{c.label}: detecting a {delta:g} drop at {POWER:.0%} power (alpha {a:g}) needs "
-                f"{sane_count(need, c.n)}; {power_caveat(c.n, c.detectable_drop or 1.0)}"
-            )
-    misses = failure_categories.get(TOOL_GROUND_TRUTH_MISS, 0)
-    if misses:
-        recommendations.append(
-            f"{misses} {TOOL_GROUND_TRUTH_MISS}: both models missed the recorded ground truth on "
-            f"{misses} example(s); those rows left every policy rate (a shared miss is not "
-            "equivalence) — review their expected_tools."
-        )
-    for c in comparisons:
-        if c.status == "unknown":
-            recommendations.append(
-                f"{c.label}: {NOTHING_MEASURED} — every row was skipped (a turn that ends in tool "
-                "calls has no text to score); rely on the tool evaluators for these turns."
-            )
-    for g in groups:
-        c = g.result
-        if c.uncalibrated:
-            recommendations.append(_calibration_advice(c, imported=any(
-                (r.metadata.get("timeline") == "imported") for r in g.uncalibrated)))
-        unfit: dict[str, int] = {}
-        for r in g.measured if c.status == "uncalibrated" else g.measured + g.uncalibrated:
-            why = (r.metadata.get("baseline") or {}).get("recording")
-            if why:
-                unfit[str(why)] = unfit.get(str(why), 0) + 1
-        if unfit:
-            whys = "; ".join(f"{why} on {n}" for why, n in sorted(unfit.items(), key=lambda kv: -kv[1]))
-            recommendations.append(
-                f"{c.label}: {sum(unfit.values())} examples' recordings could not be the A/A baseline "
-                f"({whys}), so " + ("the source's repeats or an imported baseline were used instead"
-                                   if c.baseline else "they are uncalibrated"))
-
-    # The reasons name labels only where the verdict rests on them: calibrated comparisons.
-    label_lines = _label_lines(_label_summaries([g for g in groups if g.calibrated])[0])
-    tested_any = any(c.status == "measured" for c in comparisons)
-    verdict: Literal["pass", "fail", "inconclusive"]
-    if harness:
-        verdict = "inconclusive"
-        reasons = harness + inconclusive + [f"not trusted while the harness is broken: {x}" for x in fail]
-    elif fail:
-        verdict = "fail"
-        # A tool whose call rate failed is said once, by that line, not again as a label count.
-        rate_failed = {c.name for c in comparisons if c.evaluator == TOOL_CALLS and any(
-            line.startswith(f"{c.label}: ") for line in fail)}
-        reasons = fail + [line for line in label_lines if not any(
-            line.endswith(f" on {tool}") and ("TOOL_SELECTION_DRIFT" in line or "UNNECESSARY_TOOL_CALL" in line)
-            for tool in rate_failed)]
-    elif inconclusive or not tested_any:
-        verdict = "inconclusive"
-        if not comparisons:
-            inconclusive.append(f"{NOTHING_MEASURED}: no score records")
-        elif not tested_any and not inconclusive:
-            inconclusive.append("no comparison could be tested: every drift comparison is uncalibrated")
-        reasons = inconclusive + notes
-        if not comparisons and NOTHING_MEASURED not in banners:
-            banners.append(NOTHING_MEASURED)
-    else:
-        verdict = "pass"
-        reasons = [
-            f"no comparison shows a significant drop ({len(tested)} tested at alpha {a:g} after "
-            "Benjamini-Hochberg)"
-        ] + notes
-    weak = underpowered(comparisons, delta) if verdict != "fail" else None
-    if weak is not None and weak[0] >= pol.min_examples:  # a pass or an inconclusive that could not
-        # have seen a small drop says so (fewer than min_examples says it already)
-        line = (f"{power_caveat(*weak)} at {POWER:.0%} power, above minimum_detectable_drop {delta:g}: "
-                "a smaller drop would pass unseen")
-        reasons.insert(1, f"but {line}") if verdict == "pass" else reasons.append(line)
-
-    # model_construct: every value below comes from validated records; a large suite lists many.
-    regressions = [
-        Regression.model_construct(
-            example_id=r.example_id, evaluator=g.result.evaluator, name=g.result.name,
-            side=g.result.side, source_score=r.source_score, target_score=r.target_score,
-            labels=list(r.labels), tools=tools_of(r),
-            severity=at_least(g.result.severity or "low", _min_severity(r)),
-            metadata=r.metadata,
-        )
-        for g in groups
-        if g.calibrated
-        for r in g.measured
-        if r.target_score < r.source_score or (g.result.baseline is None and regression_labels(r))
-    ]
-    regressions.sort(key=lambda x: -severity_rank(x.severity or "low"))
+    found = _Findings()
+    harness = _check_harness(groups, promoted, found)
+    _judge_comparisons(comparisons, shares, pol, found)
+    _apply_thresholds(comparisons, pol, found)
+    _apply_budgets(groups, pol, seed=seed, n_resamples=n_resamples, found=found)
+    _recommend(groups, comparisons, failure_categories, pol, found)
+    verdict, reasons = _decide(groups, comparisons, tested, harness, pol, found)
+    regressions = _regressions(groups)
     bar.update()
     bar.close()
     analysis = Analysis(
         verdict=verdict,
         reasons=one_reason_per_cause(reasons, duplicate_comparisons(regressions)),
-        banners=banners,
+        banners=found.banners,
         comparisons=comparisons,
         labels=labels,
         failure_categories=failure_categories,
-        recommendations=recommendations,
+        recommendations=found.recommendations,
         regressions=regressions,
         policy=pol.model_dump(mode="json"),
     )

@@ -12,6 +12,11 @@ from typing import Any
 
 from ._tool_use import TOOL_CALLS, ToolUse
 
+BROKEN_HARNESS = "broken eval harness"
+"""The banner of a run whose source failed its own recorded ground truth."""
+NOTHING_MEASURED = "Nothing measured"
+"""The banner (and reason prefix) of a comparison with no measured row."""
+
 MAX_CLAUSES = 3
 TOOL_LABELS = frozenset({"TOOL_SELECTION_DRIFT", "UNNECESSARY_TOOL_CALL"})
 """Labels the per-tool clauses already say in words."""
@@ -214,7 +219,6 @@ def _failure_in_words(analysis: Any, alpha: float) -> str:
 
 
 def _inconclusive_in_words(analysis: Any) -> str:
-    from ._analyze import BROKEN_HARNESS, NOTHING_MEASURED  # _analyze imports this module
 
     banners = [str(b) for b in _get(analysis, "banners") or []]
     reasons = [str(r) for r in _get(analysis, "reasons") or []]

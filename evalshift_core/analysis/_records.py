@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from .._exceptions import InputError
+from ..evaluators._records import ScoredPair
 
 ANALYSIS_SCHEMA_VERSION = 3
 """Version 2 adds ``banners``, ``policy`` and the per-comparison detail beyond design.md's keys;
@@ -110,21 +111,9 @@ class LabelSummary(BaseModel):
     """``baseline_count`` per ``tool.field``."""
 
 
-class Regression(BaseModel):
+class Regression(ScoredPair):
     """One example where the target scored below the source, or that carries a regression label."""
 
-    example_id: str
-    """The example that regressed."""
-    evaluator: str
-    """Evaluator type name."""
-    name: str
-    """The configured instance's name."""
-    side: str | None = None
-    """``conformance`` or ``divergence`` where the evaluator has two sides."""
-    source_score: float
-    """The source model's score on this example."""
-    target_score: float
-    """The target model's score on this example."""
     labels: list[str] = Field(default_factory=list)
     """The evaluator's regression labels for this example."""
     tools: list[str] = Field(default_factory=list)

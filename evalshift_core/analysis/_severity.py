@@ -6,7 +6,7 @@ by an evaluator's ``severity_floor`` and by ``REFUSAL_REGRESSION`` (always at le
 
 from __future__ import annotations
 
-SEVERITIES = ("low", "medium", "high", "critical")
+from ..evaluators._records import SEVERITIES
 
 MATERIAL_DROP = 0.1
 """An example counts as affected when its score fell by at least this much; smaller per-example

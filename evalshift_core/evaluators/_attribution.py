@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from ._base import ScoreRecord
+from ._records import ScoreRecord
 
 SELECTION_LABELS = frozenset({"TOOL_SELECTION_DRIFT", "TOOL_ORDER_DRIFT", "UNNECESSARY_TOOL_CALL"})
 """Labels about which tools were called: read off the name lists when a record has no ``label_tools``."""

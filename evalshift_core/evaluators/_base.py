@@ -1,57 +1,41 @@
-"""What every evaluator is and produces: the Evaluator base class and ``scores.jsonl`` records.
+"""What every evaluator is and produces: the evaluator contract and ``scores.jsonl`` records.
+
+An evaluator writes one method, ``score_pair(pair)``; :class:`ToolEvaluator` and
+:class:`TextEvaluator` hold what the evaluators of each kind share.
 
 Also what several evaluators share: the per-pair derived data (:class:`Pair`), replayed rounds,
-JSON equality, call matching, and records built without validation.
+JSON equality and call matching. The record models live in ``_records``, the measured
+speed shortcuts in ``_speed``.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
+from functools import wraps
 from operator import attrgetter
-from typing import Any, ClassVar
-
-from pydantic import BaseModel, Field
+from typing import Any, ClassVar, Literal
 
 from .._models import Example, ToolCall, ToolTrace
-
-SEVERITIES = ("low", "medium", "high", "critical")
+from ._records import SEVERITIES, ScoreRecord
+from ._speed import new_record
+from ._text import answer_text, is_empty, skipped_metadata
 
 # Options every evaluator accepts; each type adds its own in ``options``.
 COMMON_OPTIONS = frozenset({"name", "severity_floor"})
 
 
-class ScoreRecord(BaseModel):
-    """One row of ``scores.jsonl``: one example, one evaluator (one side where it has two)."""
-
-    example_id: str
-    """The example scored."""
-    evaluator: str
-    """Evaluator type name (``tool_selection``, ...)."""
-    name: str
-    """The configured instance's name."""
-    side: str | None = None
-    """``conformance`` or ``divergence`` where the evaluator has two sides."""
-    source_score: float
-    """Score of the source model in [0, 1]."""
-    target_score: float
-    """Score of the target model in [0, 1]."""
-    skipped: bool = False
-    """True when the pair could not be measured; it then leaves every rate."""
-    labels: list[str] = Field(default_factory=list)
-    """Regression labels (TOOL_SELECTION_DRIFT, ...)."""
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    """Evaluator-specific detail; ``rounds`` on multi-round pairs."""
-
-
 class Evaluator:
     """Base class: one configured instance of an evaluator type.
 
-    Subclasses set ``type_name`` (the config key under ``evaluators:``), ``options`` (the
-    settings they accept besides ``name`` and ``severity_floor``) and implement :meth:`score`.
+    Subclass :class:`ToolEvaluator` or :class:`TextEvaluator`, set ``type_name`` (the config key
+    under ``evaluators:``) and ``options`` (the settings accepted besides ``name`` and
+    ``severity_floor``), and write :meth:`score_pair`.
     """
 
     type_name: ClassVar[str] = ""
+    kind: ClassVar[Literal["tool", "text", ""]] = ""
+    """``tool`` (compares tool calls; the report shows its rows as traces) or ``text`` (compares answers)."""
     options: ClassVar[frozenset[str]] = frozenset()
     reads_arguments: ClassVar[bool] = False
     """Its comparison reads call arguments: a baseline recorded names-only cannot serve it."""
@@ -85,6 +69,14 @@ class Evaluator:
         """
         return False
 
+    def score_pair(self, pair: Pair) -> list[ScoreRecord]:
+        """Score one pair: one record per side this evaluator grades (what ``evaluate_run`` calls).
+
+        The one method an evaluator writes. ``pair`` holds the example, both traces, imported
+        timelines, and the derived data every tool evaluator reads (computed once per pair).
+        """
+        raise NotImplementedError
+
     def score(
         self,
         example: Example,
@@ -93,16 +85,8 @@ class Evaluator:
         *,
         timelines: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None,
     ) -> list[ScoreRecord]:
-        """Score one pair; ``timelines`` are imported event lists (only ``agent_trace`` reads them)."""
-        raise NotImplementedError
-
-    def score_pair(self, pair: Pair) -> list[ScoreRecord]:
-        """Score one pair from its :class:`Pair` (what ``evaluate_run`` calls).
-
-        The tool evaluators read the pair's derived data, computed once for all of them; the
-        default scores the plain traces.
-        """
-        return self.score(pair.example, pair.source, pair.target, timelines=pair.timelines)
+        """:meth:`score_pair` on a pair built from its parts (``timelines``: imported event lists)."""
+        return self.score_pair(Pair(example, source, target, timelines))
 
     def record(
         self,
@@ -115,10 +99,56 @@ class Evaluator:
         labels: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> ScoreRecord:
+        """This instance's score record for ``example`` (scores in [0, 1]; ``side`` where it has two)."""
         return new_record(
             example.id, self.type_name, self.name, side, float(source_score), float(target_score), skipped,
             labels if labels is not None else [], metadata if metadata is not None else {},
         )
+
+
+class ToolEvaluator(Evaluator):
+    """An evaluator of tool calls: reads ``pair``'s traces and the call data it derives once."""
+
+    kind = "tool"
+
+
+class TextEvaluator(Evaluator):
+    """An evaluator of the answers' text.
+
+    A turn that ends in tool calls has no text. When neither side answered in text, the pair is
+    skipped here, before the subclass's ``score_pair`` runs, never scored as a tie (seed 000):
+    the record scores both sides ``skipped_score`` and its metadata says why, with the instance
+    attributes named in ``skipped_details``. A subclass's ``score_pair`` therefore always has at
+    least one side's answer to read.
+    """
+
+    kind = "text"
+    skipped_score: ClassVar[float] = 1.0
+    """Both sides' score on a both-empty pair."""
+    skipped_details: ClassVar[tuple[str, ...]] = ()
+    """Instance attributes copied into a both-empty pair's metadata (``model``, ``mode``)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("score_pair")
+        if own is not None:
+            cls.score_pair = _skipping_empty_answers(own)  # type: ignore[method-assign]
+
+    def skipped_record(self, example: Example) -> ScoreRecord:
+        """The record of a pair in which neither side answered in text."""
+        details = {attr: getattr(self, attr) for attr in self.skipped_details}
+        return self.record(example, source_score=self.skipped_score, target_score=self.skipped_score, skipped=True,
+                           metadata=skipped_metadata(**details))
+
+
+def _skipping_empty_answers(score_pair: Callable[[Any, Pair], list[ScoreRecord]]) -> Any:
+    @wraps(score_pair)
+    def wrapper(self: TextEvaluator, pair: Pair) -> list[ScoreRecord]:
+        if is_empty(answer_text(pair.source)) and is_empty(answer_text(pair.target)):
+            return [self.skipped_record(pair.example)]
+        return score_pair(self, pair)
+
+    return wrapper
 
 
 MISSED_BELOW = 0.5
@@ -144,56 +174,8 @@ def ground_truth_labels(source_score: float, target_score: float, drift: Sequenc
 tool_name_of = attrgetter("tool_name")
 """A call's ``tool_name``, as a C-level function (``map`` over it builds no Python frame)."""
 
-# Every field is set on a record we build, so one set serves them all: pydantic only ever adds
-# an already present name to it (on assignment) and copies it on ``model_copy``.
-_ALL_FIELDS_SET = set(ScoreRecord.model_fields)
-_new_object = object.__new__
 _ABSENT: Any = object()
 """A value no caller passes: a missing key, a lazy value not computed yet."""
-# BaseModel's __dict__ and slots, set through their descriptors: cheaper than object.__setattr__ by name.
-_set_dict = BaseModel.__dict__["__dict__"].__set__
-_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
-_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
-
-
-def new_record(
-    example_id: str,
-    evaluator: str,
-    name: str,
-    side: str | None,
-    source_score: float,
-    target_score: float,
-    skipped: bool,
-    labels: list[str],
-    metadata: dict[str, Any],
-) -> ScoreRecord:
-    """:func:`fast_record` from the fields in declaration order (the evaluators' hot paths)."""
-    record = _new_object(ScoreRecord)
-    _set_dict(record, {
-        "example_id": example_id, "evaluator": evaluator, "name": name, "side": side,
-        "source_score": source_score, "target_score": target_score, "skipped": skipped,
-        "labels": labels, "metadata": metadata,
-    })
-    _set_fields_set(record, _ALL_FIELDS_SET)
-    _set_extra(record, None)
-    _set_private(record, None)
-    return record
-
-
-def fast_record(values: dict[str, Any]) -> ScoreRecord:
-    """A ScoreRecord from values that are ours and already valid, without validation.
-
-    ``values`` holds every field, in declaration order, with its declared type (floats as
-    float). What ``model_construct`` does minus its per-field default handling: on a 100k-pair
-    run the record's construction would otherwise cost more than the scoring it reports.
-    """
-    record = _new_object(ScoreRecord)
-    _set_dict(record, values)
-    _set_fields_set(record, _ALL_FIELDS_SET)
-    _set_extra(record, None)
-    _set_private(record, None)
-    return record
 
 
 class Pair:

@@ -1,21 +1,25 @@
 """The evaluator registry and the ways to run evaluators: one pair, a run in memory, a run on disk.
 
-A new evaluator is one module and one line in :data:`REGISTRY`.
+A new built-in evaluator is one module and one line in :data:`REGISTRY`. Outside the package, an
+evaluator registers with the :func:`evaluator` decorator, or as an entry point in the
+``evalshift.evaluators`` group, loaded the first time its name is looked up.
 """
 
 from __future__ import annotations
 
-import gc
+import difflib
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from importlib import metadata
+from typing import Any, TypeVar, overload
 
 from .._exceptions import ConfigError
 from .._models import Call, Example, ToolTrace
-from ._base import Evaluator, Pair, ScoreRecord
+from ._base import Evaluator, Pair
 from ._calibration import Samples, calibrate
+from ._records import ScoreRecord
+from ._speed import cyclic_gc_paused
 from .agent_trace import AgentTrace
 from .llm_judge import LLMJudge
 from .semantic import Semantic
@@ -35,6 +39,87 @@ REGISTRY: dict[str, type[Evaluator]] = {
 }
 
 DEFAULT_EVALUATORS: dict[str, list[dict[str, Any]]] = {"tool_selection": [{"name": "tool_selection"}]}
+"""The ``evaluators:`` mapping used when evalshift.yaml has none (treat as read-only; copy to change)."""
+
+ENTRY_POINT_GROUP = "evalshift.evaluators"
+"""Entry-point group of evaluators installed by other packages: ``type_name = "module:Class"``."""
+
+E = TypeVar("E", bound=type[Evaluator])
+
+
+@overload
+def evaluator(cls: E, /) -> E: ...
+@overload
+def evaluator(name: str | None = None, /) -> Callable[[E], E]: ...
+def evaluator(name: Any = None, /) -> Any:
+    """Class decorator: register an evaluator under its config type name.
+
+    ``@evaluator("my_check")`` registers the class as ``my_check`` (and sets its ``type_name``);
+    a bare ``@evaluator`` uses the ``type_name`` the class sets. The class subclasses
+    :class:`ToolEvaluator` or :class:`TextEvaluator` and writes ``score_pair(pair)``. A name
+    already taken by another class is an error.
+    """
+    if isinstance(name, type):
+        return register(name)
+
+    def decorate(cls: E) -> E:
+        return register(cls, name)
+
+    return decorate
+
+
+def register(cls: E, name: str | None = None) -> E:
+    """Add ``cls`` to :data:`REGISTRY` under ``name`` (default: its ``type_name``); returns ``cls``."""
+    if not (isinstance(cls, type) and issubclass(cls, Evaluator)):
+        raise TypeError(f"an evaluator must subclass ToolEvaluator or TextEvaluator, not {cls!r}")
+    if cls.kind not in ("tool", "text"):
+        raise TypeError(f"{cls.__name__} must subclass ToolEvaluator or TextEvaluator (kind 'tool' or 'text')")
+    type_name = name if name is not None else cls.type_name
+    if not isinstance(type_name, str) or not type_name.isidentifier():
+        raise ValueError(f"an evaluator's type name must be an identifier, not {type_name!r}")
+    if cls.type_name and cls.type_name != type_name:
+        raise ValueError(f"{cls.__name__}'s type_name is {cls.type_name!r}; it cannot register as {type_name!r}")
+    taken = REGISTRY.get(type_name)
+    if taken is not None and taken is not cls:
+        raise ValueError(f"evaluator type {type_name!r} is already registered ({taken.__module__}.{taken.__qualname__})")
+    cls.type_name = type_name
+    REGISTRY[type_name] = cls
+    return cls
+
+
+def evaluator_kind(type_name: Any) -> str | None:
+    """``tool`` or ``text``: the ``kind`` of the evaluator registered as ``type_name``; None when unknown."""
+    try:
+        return evaluator_class(str(type_name)).kind
+    except ValueError:
+        return None
+
+
+def _entry_points() -> dict[str, metadata.EntryPoint]:
+    return {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def evaluator_class(type_name: str) -> type[Evaluator]:
+    """The evaluator registered as ``type_name``, loading its entry point on first use.
+
+    Raises ValueError naming the nearest known type when there is none, or when an entry point
+    cannot be loaded (the callers add the file, line and field).
+    """
+    cls = REGISTRY.get(type_name)
+    if cls is not None:
+        return cls
+    installed = _entry_points()
+    entry_point = installed.get(type_name)
+    if entry_point is None:
+        known = sorted({*REGISTRY, *installed})
+        close = difflib.get_close_matches(str(type_name), known, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"unknown evaluator type {type_name!r}{hint} (known: {', '.join(known)})")
+    try:
+        return register(entry_point.load(), type_name)
+    except Exception as exc:  # noqa: BLE001 - any fault of an installed plugin becomes one line
+        raise ValueError(f"evaluator type {type_name!r} (entry point {entry_point.value!r} in group "
+                         f"{ENTRY_POINT_GROUP}) could not be loaded: {type(exc).__name__}: {exc}") from exc
 
 # Runs at least this big show a progress bar on an interactive terminal.
 PROGRESS_MIN_EXAMPLES = 500
@@ -52,10 +137,10 @@ def build_evaluators(
     config = DEFAULT_EVALUATORS if config is None else config
     built: list[Evaluator] = []
     for type_name, instances in config.items():
-        cls = REGISTRY.get(type_name)
-        if cls is None:
-            known = ", ".join(sorted(REGISTRY))
-            raise ConfigError(f"unknown evaluator type {type_name!r} (known: {known})", field=f"evaluators.{type_name}")
+        try:
+            cls = evaluator_class(type_name)
+        except ValueError as exc:
+            raise ConfigError(str(exc), field=f"evaluators.{type_name}") from exc
         if isinstance(instances, Mapping):
             instances = [instances]
         if not isinstance(instances, list):
@@ -75,7 +160,7 @@ def build_evaluators(
         seen.add(key)
         ev.bind(built)
         if providers and isinstance(ev, LLMJudge):
-            from .._routing import route
+            from ..replay._routing import route
 
             ev.configure_provider(dict(providers.get(route(ev.model).provider) or {}))
     return built
@@ -99,7 +184,7 @@ def _as_trace(value: ToolTrace | Call | Mapping[str, Any] | None) -> tuple[ToolT
         return value.trace or ToolTrace(final_text=value.text), None
     data = dict(value)
     if "events" in data:
-        from .._traces import trace_from_events
+        from ..ingest._traces import trace_from_events
 
         events = list(data["events"])
         return trace_from_events(events), events
@@ -159,33 +244,6 @@ def _progress(total: int, progress: bool | None) -> Any:
     if progress is None:
         progress = total >= PROGRESS_MIN_EXAMPLES and sys.stderr.isatty()
     return tqdm(total=total, desc="evaluate", unit="example", disable=not progress, leave=False)
-
-
-@contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while scoring a run; then file what survived as old.
-
-    Scoring allocates many small dicts and lists and keeps every record, so the collector's
-    passes would re-traverse an ever larger heap; the evaluators create no reference cycles,
-    so reference counting frees everything they drop. What survives the run is the records,
-    alive by construction (they are returned): the young-generation passes that would follow
-    (one at the next allocation, one a few later, each over every record) could free nothing,
-    so ``gc.freeze(); gc.unfreeze()`` moves every live object (the records, and whatever the
-    host allocated since its last collection) straight to the oldest generation, where full
-    collections see them as they see any long-lived data; a host's young garbage cycle then waits
-    for the next full collection. Skipped when the host froze objects itself (``gc.freeze``
-    before forking): ``unfreeze`` would undo that.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            if gc.get_freeze_count() == 0:
-                gc.freeze()
-                gc.unfreeze()
-            gc.enable()
 
 
 class _OutOfOrder(Exception):
@@ -257,7 +315,7 @@ def evaluate_run(
     baseline (:mod:`._calibration`): its recording, the source's repeats, or an imported baseline.
     """
     built = build_evaluators(evaluators, providers=providers) if evaluators is None or isinstance(evaluators, Mapping) else _resolve(evaluators)
-    with _progress(len(examples), progress) as bar, _cyclic_gc_paused():
+    with _progress(len(examples), progress) as bar, cyclic_gc_paused():
         try:
             return _score_rows(_rows_in_order(examples, calls), built, timelines, bar)
         except _OutOfOrder:
@@ -314,8 +372,8 @@ def evaluate(
     the defaults. Timelines imported with ``evalshift traces import`` feed ``agent_trace``.
     """
     from .._io import atomic_write_jsonl
-    from .._run import load_run, run_dir_for
-    from .._traces import load_traces
+    from ..ingest._traces import load_traces
+    from ..store._runs import load_run, run_dir_for
 
     evaluators_config = getattr(config, "evaluators", config)
     providers = getattr(config, "providers", None)

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .._models import Example, ToolTrace
+from .._models import Example
 from ._base import (
     MATCHING,
-    Evaluator,
     Pair,
     ScoreRecord,
+    ToolEvaluator,
     call_names,
     json_equal,
     match_calls,
@@ -95,7 +95,7 @@ def unverified_dangerous(names: Sequence[str], dangerous: frozenset[str], verifi
     return out
 
 
-class AgentTrace(Evaluator):
+class AgentTrace(ToolEvaluator):
     """Order, arguments and safety of a whole timeline, target against source."""
 
     type_name = "agent_trace"
@@ -114,15 +114,6 @@ class AgentTrace(Evaluator):
         if self.check_missing_verification and not (self.verification_tools and self.dangerous_tools):
             raise ValueError("check_missing_verification needs verification_tools and dangerous_tools")
 
-    def score(
-        self,
-        example: Example,
-        source: ToolTrace,
-        target: ToolTrace,
-        *,
-        timelines: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None,
-    ) -> list[ScoreRecord]:
-        return self.score_pair(Pair(example, source, target, timelines))
 
     def compares_to_source(self, side: str | None) -> bool:
         return True

@@ -11,9 +11,8 @@ import re
 import threading
 from typing import Any
 
-from .._models import Example, ToolTrace
-from ._base import Evaluator, ScoreRecord
-from ._text import TEXT_DRIFT, answer_text, empty_labels, is_empty, skipped_metadata
+from ._base import Pair, ScoreRecord, TextEvaluator
+from ._text import TEXT_DRIFT, answer_text, empty_labels
 
 DEFAULT_CRITERIA = "correctness and helpfulness of the answer to the user's request"
 
@@ -61,17 +60,20 @@ def parse_verdict(text: str | None) -> tuple[float, float, str] | None:
 def _make_client(provider: str, settings: dict[str, Any]) -> Any:
     # Imported here: the judge is the only evaluator that talks to a model.
     try:
-        from ..clients import make_client  # type: ignore[attr-defined]
+        from ..replay.clients import make_client  # type: ignore[attr-defined]
     except ImportError:
         from .._clients import make_client  # type: ignore[no-redef]
     return make_client(provider, settings)
 
 
-class LLMJudge(Evaluator):
+class LLMJudge(TextEvaluator):
     """Both answers graded by a judge model on ``criteria``; scores are the judge's 0-10 / 10."""
 
     type_name = "llm_judge"
     options = frozenset({"model", "criteria", "base_url", "api_key_env", "temperature"})
+    # Seed 000: a both-empty pair is skipped at 0.5/0.5 without spending a judge call.
+    skipped_score = 0.5
+    skipped_details = ("model",)
 
     def __init__(self, config: dict[str, Any]) -> None:
         super().__init__(config)
@@ -97,7 +99,7 @@ class LLMJudge(Evaluator):
         self._settings = {**dict(settings or {}), **self._settings}
 
     def _judge(self, prompt: str) -> str | None:
-        from .._routing import route
+        from ..replay._routing import route
 
         ref = route(self.model)
         with self._lock:
@@ -108,18 +110,9 @@ class LLMJudge(Evaluator):
         response = self._client.complete(ref, messages, [], {"temperature": self.temperature})
         return response.text
 
-    def score(
-        self,
-        example: Example,
-        source: ToolTrace,
-        target: ToolTrace,
-        *,
-        timelines: Any = None,
-    ) -> list[ScoreRecord]:
-        src, tgt = answer_text(source), answer_text(target)
-        if is_empty(src) and is_empty(tgt):
-            return [self.record(example, source_score=0.5, target_score=0.5, skipped=True,
-                                metadata=skipped_metadata(model=self.model))]
+    def score_pair(self, pair: Pair) -> list[ScoreRecord]:
+        example = pair.example
+        src, tgt = answer_text(pair.source), answer_text(pair.target)
         request = "\n".join(f"{k}: {v}" for k, v in example.inputs.items()) or "(not recorded)"
         prompt = JUDGE_PROMPT.format(criteria=self.criteria, request=request,
                                      source=src or "(no text)", target=tgt or "(no text)")

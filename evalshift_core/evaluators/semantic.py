@@ -8,21 +8,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._models import Example, ToolTrace
-from ._base import Evaluator, ScoreRecord, is_number
+from ._base import Pair, ScoreRecord, TextEvaluator, is_number
 from ._embeddings import DEFAULT_MODEL, Embedder, get_embedder
-from ._text import TEXT_DRIFT, answer_text, empty_labels, is_empty, skipped_metadata
+from ._text import TEXT_DRIFT, answer_text, empty_labels
 
 DEFAULT_THRESHOLD = 0.8
 """Similarity below which a pair is labelled TEXT_DRIFT."""
 
 
-class Semantic(Evaluator):
+class Semantic(TextEvaluator):
     """Cosine similarity of the two answers' sentence embeddings; the source is the reference."""
 
     type_name = "semantic"
     options = frozenset({"model", "threshold"})
     reads_text = True
+    # Seed 000: a both-empty pair is skipped at 1.0/1.0 rather than erroring on an empty embedding input.
+    skipped_details = ("model",)
 
     def __init__(self, config: dict[str, Any]) -> None:
         super().__init__(config)
@@ -45,22 +46,11 @@ class Semantic(Evaluator):
         """Cosine similarity in [0, 1]; also what ``tool_arguments``' semantic fields borrow."""
         return self.embedder.similarity(a, b)
 
-    def score(
-        self,
-        example: Example,
-        source: ToolTrace,
-        target: ToolTrace,
-        *,
-        timelines: Any = None,
-    ) -> list[ScoreRecord]:
-        src, tgt = answer_text(source), answer_text(target)
-        if is_empty(src) and is_empty(tgt):
-            # Seed 000: skip at 1.0/1.0 rather than erroring on an empty embedding input.
-            return [self.record(example, source_score=1.0, target_score=1.0, skipped=True,
-                                metadata=skipped_metadata(model=self.model))]
+    def score_pair(self, pair: Pair) -> list[ScoreRecord]:
+        src, tgt = answer_text(pair.source), answer_text(pair.target)
         sim = self.similarity(src, tgt)
         labels = empty_labels(src, tgt)
         if not labels and sim < self.threshold:
             labels.append(TEXT_DRIFT)
-        return [self.record(example, source_score=1.0, target_score=sim, labels=labels,
+        return [self.record(pair.example, source_score=1.0, target_score=sim, labels=labels,
                             metadata={"model": self.model, "similarity": sim})]

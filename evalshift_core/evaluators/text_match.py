@@ -8,17 +8,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._models import Example, ToolTrace
-from ._base import Evaluator, ScoreRecord
-from ._text import TEXT_DRIFT, answer_text, empty_labels, is_empty, skipped_metadata
+from ._base import Pair, ScoreRecord, TextEvaluator
+from ._text import TEXT_DRIFT, answer_text, empty_labels
 
 
-class TextMatch(Evaluator):
+class TextMatch(TextEvaluator):
     """Exact or substring match of the answers' text."""
 
     type_name = "text_match"
     options = frozenset({"mode", "values", "case_sensitive"})
     reads_text = True
+    skipped_details = ("mode",)
 
     def __init__(self, config: dict[str, Any]) -> None:
         super().__init__(config)
@@ -43,18 +43,8 @@ class TextMatch(Evaluator):
     def _contains_values(self, text: str) -> float:
         return sum(1 for v in self.values if v in text) / len(self.values)
 
-    def score(
-        self,
-        example: Example,
-        source: ToolTrace,
-        target: ToolTrace,
-        *,
-        timelines: Any = None,
-    ) -> list[ScoreRecord]:
-        src_raw, tgt_raw = answer_text(source), answer_text(target)
-        if is_empty(src_raw) and is_empty(tgt_raw):
-            return [self.record(example, source_score=1.0, target_score=1.0, skipped=True,
-                                metadata=skipped_metadata(mode=self.mode))]
+    def score_pair(self, pair: Pair) -> list[ScoreRecord]:
+        src_raw, tgt_raw = answer_text(pair.source), answer_text(pair.target)
         src, tgt = self._norm(src_raw), self._norm(tgt_raw)
         if self.mode == "contains" and self.values:
             s, t = self._contains_values(src), self._contains_values(tgt)
@@ -65,4 +55,4 @@ class TextMatch(Evaluator):
         labels = empty_labels(src_raw, tgt_raw)
         if not labels and t < s:
             labels.append(TEXT_DRIFT)
-        return [self.record(example, source_score=s, target_score=t, labels=labels, metadata={"mode": self.mode})]
+        return [self.record(pair.example, source_score=s, target_score=t, labels=labels, metadata={"mode": self.mode})]

@@ -16,6 +16,7 @@ from ._base import (
     Evaluator,
     Pair,
     ScoreRecord,
+    ToolEvaluator,
     ground_truth_labels,
     is_number,
     json_equal,
@@ -77,7 +78,7 @@ def _as_text(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
-class ToolArguments(Evaluator):
+class ToolArguments(ToolEvaluator):
     """Per-field argument scores on matched calls; drift (default) or ``against: expected``."""
 
     type_name = "tool_arguments"
@@ -228,15 +229,6 @@ class ToolArguments(Evaluator):
 
     # -- scoring --------------------------------------------------------------------------
 
-    def score(
-        self,
-        example: Example,
-        source: ToolTrace,
-        target: ToolTrace,
-        *,
-        timelines: Any = None,
-    ) -> list[ScoreRecord]:
-        return self.score_pair(Pair(example, source, target, timelines))
 
     def score_pair(self, pair: Pair) -> list[ScoreRecord]:
         if self.against == "source" and pair.single_shot and (

@@ -12,9 +12,9 @@ from typing import Any
 
 from .._models import Example, ToolTrace
 from ._base import (
-    Evaluator,
     Pair,
     ScoreRecord,
+    ToolEvaluator,
     call_names,
     ground_truth_labels,
     new_record,
@@ -104,7 +104,7 @@ def drift_label(actual: list[str], reference: list[str]) -> str:
     return "TOOL_SELECTION_DRIFT"
 
 
-class ToolSelection(Evaluator):
+class ToolSelection(ToolEvaluator):
     """Which tools were called, against ground truth (conformance) or the source (divergence)."""
 
     type_name = "tool_selection"
@@ -138,15 +138,6 @@ class ToolSelection(Evaluator):
             raise ValueError(f"unknown tool_selection mode {mode!r} (known: {', '.join(MODES)})")
         return mode
 
-    def score(
-        self,
-        example: Example,
-        source: ToolTrace,
-        target: ToolTrace,
-        *,
-        timelines: Any = None,
-    ) -> list[ScoreRecord]:
-        return self.score_pair(Pair(example, source, target, timelines))
 
     def score_pair(self, pair: Pair) -> list[ScoreRecord]:
         if not pair.single_shot:

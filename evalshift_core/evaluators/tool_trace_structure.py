@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._models import Example, ToolTrace
 from ._base import (
-    Evaluator,
     Pair,
     ScoreRecord,
+    ToolEvaluator,
     call_names,
     is_number,
     new_record,
@@ -25,7 +24,7 @@ REFUSAL_MIN_SEVERITY = "high"
 """Seed 000: a refusal mismatch forces severity to at least ``high``."""
 
 
-class ToolTraceStructure(Evaluator):
+class ToolTraceStructure(ToolEvaluator):
     """Call count, parallelism and refusal alignment of the target against the source."""
 
     type_name = "tool_trace_structure"
@@ -48,15 +47,6 @@ class ToolTraceStructure(Evaluator):
     def compares_to_source(self, side: str | None) -> bool:
         return True
 
-    def score(
-        self,
-        example: Example,
-        source: ToolTrace,
-        target: ToolTrace,
-        *,
-        timelines: Any = None,
-    ) -> list[ScoreRecord]:
-        return self.score_pair(Pair(example, source, target, timelines))
 
     def score_pair(self, pair: Pair) -> list[ScoreRecord]:
         example = pair.example

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from . import _anthropic, _gemini, _openai, _responses
+from ._errors import error_response
 from ._rules import SimRequest
 
 if TYPE_CHECKING:
@@ -170,7 +171,6 @@ class BatchService:
 
     def _answer(self, job: _Job, item: _Item) -> tuple[int, dict[str, Any]]:
         """One batched request answered by its scripted model, as an online call would be."""
-        from ._server import _error
 
         provider = job.provider
         body = item.body
@@ -186,16 +186,16 @@ class BatchService:
         if self._failed < self.fail_first:
             self._failed += 1
             entry["status"] = self.fail_status
-            return self.fail_status, orjson.loads(_error(provider, self.fail_status, "simulated failure in a batch")[2])
+            return self.fail_status, orjson.loads(error_response(provider, self.fail_status, "simulated failure in a batch")[2])
         try:
             reply, entry["noise"] = self.sim._answer(request)
         except KeyError:
             entry["status"] = 404
-            return 404, orjson.loads(_error(provider, 404, f"The model `{request.model}` does not exist")[2])
+            return 404, orjson.loads(error_response(provider, 404, f"The model `{request.model}` does not exist")[2])
         if reply.error is not None:
             entry["status"] = int(reply.error.get("status", 400))
             message = str(reply.error.get("message", "scripted error"))
-            return entry["status"], orjson.loads(_error(provider, entry["status"], message)[2])
+            return entry["status"], orjson.loads(error_response(provider, entry["status"], message)[2])
         return 200, render(request, reply, n)
 
     def _record(self, job: _Job, request: SimRequest) -> tuple[int, dict[str, Any]]:
@@ -346,24 +346,23 @@ class BatchService:
     # -- Anthropic -----------------------------------------------------------------------------
 
     def _anthropic_create(self, raw: bytes) -> Response:
-        from ._server import _error
 
         body = self._body(raw)
         requests = body.get("requests") if isinstance(body, dict) else None
         if not isinstance(requests, list) or not requests:
-            return _error("anthropic", 400, "requests: a non-empty list is required")
+            return error_response("anthropic", 400, "requests: a non-empty list is required")
         items, seen = [], set()
         for i, request in enumerate(requests):
             cid = request.get("custom_id") if isinstance(request, dict) else None
             if not isinstance(cid, str) or not ANTHROPIC_CUSTOM_ID.fullmatch(cid):
-                return _error("anthropic", 400, f"requests.{i}.custom_id: String should match pattern "
+                return error_response("anthropic", 400, f"requests.{i}.custom_id: String should match pattern "
                                                 "'^[a-zA-Z0-9_-]{1,64}$'")
             if cid in seen:
-                return _error("anthropic", 400, f"requests.{i}.custom_id: duplicate custom_id {cid!r}")
+                return error_response("anthropic", 400, f"requests.{i}.custom_id: duplicate custom_id {cid!r}")
             seen.add(cid)
             params = request.get("params")
             if not isinstance(params, dict) or params.get("stream"):
-                return _error("anthropic", 400, f"requests.{i}.params: non-streaming Messages parameters required")
+                return error_response("anthropic", 400, f"requests.{i}.params: non-streaming Messages parameters required")
             items.append(_Item(cid, params))
         job = _Job("anthropic", self._new_id("msgbatch_sim"), "messages", items, time.monotonic(),
                    datetime.now(timezone.utc))
@@ -373,17 +372,16 @@ class BatchService:
         return _json(200, self._anthropic_object(job))
 
     def _anthropic_get(self, batch_id: str, results: bool) -> Response:
-        from ._server import _error
 
         job = self.jobs.get(batch_id)
         if job is None or job.provider != "anthropic":
-            return _error("anthropic", 404, f"message batch {batch_id} not found")
+            return error_response("anthropic", 404, f"message batch {batch_id} not found")
         if not results:
             self.polls["anthropic"] += 1
             self._settle(job)
             return _json(200, self._anthropic_object(job))
         if job.ended is None:
-            return _error("anthropic", 400, f"message batch {batch_id} is still processing")
+            return error_response("anthropic", 400, f"message batch {batch_id} is still processing")
         lines = []
         for item in job.items:
             if item.status == 200:
@@ -409,19 +407,18 @@ class BatchService:
     # -- Gemini --------------------------------------------------------------------------------
 
     def _gemini_create(self, model: str, raw: bytes) -> Response:
-        from ._server import _error
 
         body = self._body(raw)
         batch = body.get("batch") if isinstance(body, dict) else None
         requests = ((batch or {}).get("inputConfig") or {}).get("requests") or {}
         requests = requests.get("requests") if isinstance(requests, dict) else None
         if not isinstance(requests, list) or not requests:
-            return _error("gemini", 400, "batch.inputConfig.requests.requests: a non-empty list is required")
+            return error_response("gemini", 400, "batch.inputConfig.requests.requests: a non-empty list is required")
         items = []
         for i, entry in enumerate(requests):
             request = entry.get("request") if isinstance(entry, dict) else None
             if not isinstance(request, dict):
-                return _error("gemini", 400, f"batch.inputConfig.requests.requests[{i}].request is required")
+                return error_response("gemini", 400, f"batch.inputConfig.requests.requests[{i}].request is required")
             key = (entry.get("metadata") or {}).get("key")
             items.append(_Item(str(key if key is not None else i), request))
         job = _Job("gemini", self._new_id("sim"), "gemini", items, time.monotonic(), datetime.now(timezone.utc),
@@ -433,11 +430,10 @@ class BatchService:
         return _json(200, self._gemini_operation(job))
 
     def _gemini_get(self, batch_id: str) -> Response:
-        from ._server import _error
 
         job = self.jobs.get(batch_id)
         if job is None or job.provider != "gemini":
-            return _error("gemini", 404, f"batch batches/{batch_id} not found")
+            return error_response("gemini", 404, f"batch batches/{batch_id} not found")
         self.polls["gemini"] += 1
         self._settle(job)
         return _json(200, self._gemini_operation(job))
@@ -475,7 +471,6 @@ class BatchService:
 
 
 def _openai_error(status: int, message: str) -> Response:
-    from ._server import _error
 
-    return _error("openai", status, message)
+    return error_response("openai", status, message)
 

@@ -13,6 +13,7 @@ import orjson
 
 from . import _anthropic, _gemini, _openai, _responses
 from ._batch import BatchService
+from ._errors import error_response
 from ._loopback import LoopbackServer
 from ._noise import request_key
 from ._rules import ModelScript, Reply, SimRequest, with_noise
@@ -144,13 +145,13 @@ class Simulator(LoopbackServer):
             render, events = _gemini.generate_content, _gemini.generate_content_events
         else:
             self._record(path, body, None, None)[1]["status"] = 404
-            return _error("openai", 404, f"no route for {path}")
+            return error_response("openai", 404, f"no route for {path}")
         n, entry, limited = self._record(path, body, provider, request.model)
         if limited:
             headers = {}
             if self.retry_after is not None:
                 headers["retry-after"] = f"{self.retry_after:g}"
-            status, err_headers, payload = _error(provider, self.error_status, "simulated rate limit")
+            status, err_headers, payload = error_response(provider, self.error_status, "simulated rate limit")
             return status, err_headers | headers, payload
         if self.latency_s:
             with self._lock:
@@ -165,31 +166,13 @@ class Simulator(LoopbackServer):
             reply, entry["noise"] = self._answer(request)
         except KeyError:
             entry["status"] = 404
-            return _error(provider, 404, f"The model `{request.model}` does not exist")
+            return error_response(provider, 404, f"The model `{request.model}` does not exist")
         if reply.error is not None:
             entry["status"] = int(reply.error.get("status", 400))
-            return _error(provider, entry["status"], str(reply.error.get("message", "scripted error")))
+            return error_response(provider, entry["status"], str(reply.error.get("message", "scripted error")))
         if stream:
             return 200, {"content-type": "text/event-stream"}, b"".join(events(request, reply, n))
         return 200, {"content-type": "application/json"}, orjson.dumps(render(request, reply, n))
-
-
-_ERROR_TYPES = {400: ("invalid_request_error", "INVALID_ARGUMENT"), 404: ("not_found_error", "NOT_FOUND"), 429: ("rate_limit_error", "RESOURCE_EXHAUSTED"),
-                500: ("api_error", "INTERNAL"), 503: ("overloaded_error", "UNAVAILABLE"),
-                529: ("overloaded_error", "UNAVAILABLE")}
-
-
-def _error(provider: str, status: int, message: str) -> tuple[int, dict[str, str], bytes]:
-    """An error body in the provider's own shape."""
-    kind, google_status = _ERROR_TYPES.get(status, ("api_error", "UNKNOWN"))
-    if provider == "anthropic":
-        body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
-    elif provider == "gemini":
-        body = {"error": {"code": status, "message": message, "status": google_status}}
-    else:
-        body = {"error": {"message": message, "type": "invalid_request_error" if status < 429 else kind,
-                          "code": "model_not_found" if status == 404 else kind}}
-    return status, {"content-type": "application/json"}, orjson.dumps(body)
 
 
 def _make_handler(sim: Simulator) -> type[BaseHTTPRequestHandler]:
@@ -208,14 +191,14 @@ def _make_handler(sim: Simulator) -> type[BaseHTTPRequestHandler]:
             try:
                 body = orjson.loads(raw) if raw else {}
             except orjson.JSONDecodeError:
-                status, headers, payload = _error("openai", 400, "request body is not JSON")
+                status, headers, payload = error_response("openai", 400, "request body is not JSON")
             else:
                 status, headers, payload = sim.handle(self.path, body)
             self._send(status, headers, payload)
 
         def do_GET(self) -> None:  # noqa: N802 - batch status, results and files
             answer = sim.batch.route("GET", self.path, self.headers, b"")
-            self._send(*(answer or _error("openai", 404, f"no route for GET {self.path}")))
+            self._send(*(answer or error_response("openai", 404, f"no route for GET {self.path}")))
 
         def _send(self, status: int, headers: dict[str, str], payload: bytes) -> None:
             self.send_response(status)

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from evalshift_sdk._jsonsafe import json_or_text
+from evalshift_sdk.schema import json_or_text
 
 
 def tokens(text: str) -> int:

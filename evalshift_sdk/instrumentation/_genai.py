@@ -1,13 +1,13 @@
 """Provider-neutral span bookkeeping shared by every instrumentation.
 
 The provider modules turn their SDK's request and response into plain values; this module
-turns those values into one ``chat {model}`` span per model call, and proxies streams. What
-can wait (message conversion, toolset hashing, JSON) waits for the export thread (``Deferred``).
+turns those values into one ``chat {model}`` span per model call (streams are proxied by
+``_streams``). What can wait (message conversion, toolset hashing, JSON) waits for the export
+thread (``Deferred``).
 """
 
 from __future__ import annotations
 
-import inspect
 import os
 import random
 import threading
@@ -19,12 +19,13 @@ import orjson
 import wrapt
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from .. import _attributes as A
+from .. import schema as A
 from .._guard import capture_internal_exceptions
 from .._jsonsafe import dumps
 from .._runtime import current_turn, error_text, get_runtime
 from .._spans import CaptureSpan
-from .._toolsets import normalise_toolset, toolset_ref
+from ..schema import normalise_toolset, toolset_ref
+from ._streams import Accumulator, AsyncStreamProxy, SyncStreamProxy
 
 _SENTINEL_NAMES = frozenset({"Omit", "NotGiven", "_NotGiven", "_Omit", "NotGivenOr"})
 
@@ -340,163 +341,6 @@ class ModelCall:
         if not self.ended:
             self.ended = True
             self.span.end()
-
-
-class Accumulator:
-    """Folds a stream's chunks into the keyword arguments of :meth:`ModelCall.finish`."""
-
-    stream: Any = None
-    """The host's stream object, for SDKs whose helpers read it around the proxy."""
-
-    def on_chunk(self, chunk: Any) -> None:  # pragma: no cover - interface
-        raise NotImplementedError
-
-    def result(self) -> dict[str, Any]:  # pragma: no cover - interface
-        raise NotImplementedError
-
-
-def _end_stream(call: ModelCall, acc: Accumulator, exc: BaseException | None, incomplete: bool) -> None:
-    with capture_internal_exceptions("stream.end"):
-        try:
-            if exc is not None:
-                call.fail(exc)
-            else:
-                call.finish(**acc.result(), incomplete=incomplete)
-        finally:
-            call.abandon()
-
-
-class SyncStreamProxy(wrapt.ObjectProxy):  # type: ignore[misc]
-    """The host's stream, unchanged, with the span ended exactly once.
-
-    Ends on exhaustion, ``close()``, ``__exit__``, a mid-stream error, or (broken out of and
-    dropped) when garbage-collected. ``__enter__`` returns the proxy, not the bare stream, so
-    ``with client.create(stream=True) as s:`` stays observed.
-    """
-
-    def __init__(self, wrapped: Any, call: ModelCall, acc: Accumulator) -> None:
-        super().__init__(wrapped)
-        self._self_call = call
-        self._self_acc = acc
-        self._self_it: Any = None
-        self._self_done = False
-
-    def _self_end(self, exc: BaseException | None = None, incomplete: bool = False) -> None:
-        if self._self_done:
-            return
-        self._self_done = True
-        _end_stream(self._self_call, self._self_acc, exc, incomplete)
-
-    def __iter__(self) -> SyncStreamProxy:
-        return self
-
-    def __next__(self) -> Any:
-        try:
-            if self._self_it is None:
-                self._self_it = iter(self.__wrapped__)
-            chunk = next(self._self_it)
-        except StopIteration:
-            self._self_end()
-            raise
-        except BaseException as exc:
-            self._self_end(exc)
-            raise
-        if not self._self_done:
-            with capture_internal_exceptions("stream.chunk"):
-                self._self_acc.on_chunk(chunk)
-        return chunk
-
-    def __enter__(self) -> SyncStreamProxy:
-        enter = getattr(self.__wrapped__, "__enter__", None)
-        if enter is not None:
-            enter()
-        return self
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
-        try:
-            leave = getattr(self.__wrapped__, "__exit__", None)
-            return leave(exc_type, exc, tb) if leave is not None else None
-        finally:
-            self._self_end(exc, incomplete=exc is None)
-
-    def close(self) -> Any:
-        try:
-            return self.__wrapped__.close()
-        finally:
-            self._self_end(incomplete=True)
-
-    def __del__(self) -> None:
-        # Broken out of and dropped: record what arrived, marked incomplete.
-        if not getattr(self, "_self_done", True):
-            self._self_end(incomplete=True)
-
-
-class AsyncStreamProxy(wrapt.ObjectProxy):  # type: ignore[misc]
-    """The async twin of :class:`SyncStreamProxy` (``async for``, ``async with``, ``aclose``)."""
-
-    def __init__(self, wrapped: Any, call: ModelCall, acc: Accumulator) -> None:
-        super().__init__(wrapped)
-        self._self_call = call
-        self._self_acc = acc
-        self._self_it: Any = None
-        self._self_done = False
-
-    def _self_end(self, exc: BaseException | None = None, incomplete: bool = False) -> None:
-        if self._self_done:
-            return
-        self._self_done = True
-        _end_stream(self._self_call, self._self_acc, exc, incomplete)
-
-    def __aiter__(self) -> AsyncStreamProxy:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            if self._self_it is None:
-                self._self_it = self.__wrapped__.__aiter__()
-            chunk = await self._self_it.__anext__()
-        except StopAsyncIteration:
-            self._self_end()
-            raise
-        except BaseException as exc:
-            self._self_end(exc)
-            raise
-        if not self._self_done:
-            with capture_internal_exceptions("stream.chunk"):
-                self._self_acc.on_chunk(chunk)
-        return chunk
-
-    async def __aenter__(self) -> AsyncStreamProxy:
-        enter = getattr(self.__wrapped__, "__aenter__", None)
-        if enter is not None:
-            await enter()
-        return self
-
-    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
-        try:
-            leave = getattr(self.__wrapped__, "__aexit__", None)
-            return await leave(exc_type, exc, tb) if leave is not None else None
-        finally:
-            self._self_end(exc, incomplete=exc is None)
-
-    async def close(self) -> Any:
-        try:
-            result = self.__wrapped__.close()
-            if inspect.isawaitable(result):
-                result = await result
-            return result
-        finally:
-            self._self_end(incomplete=True)
-
-    async def aclose(self) -> Any:
-        try:
-            return await self.__wrapped__.aclose()
-        finally:
-            self._self_end(incomplete=True)
-
-    def __del__(self) -> None:
-        if not getattr(self, "_self_done", True):
-            self._self_end(incomplete=True)
 
 
 Start = Callable[[tuple[Any, ...], dict[str, Any]], "ModelCall | None"]

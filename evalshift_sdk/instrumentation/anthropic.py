@@ -16,10 +16,7 @@ from .. import _runtime
 from .._guard import capture_internal_exceptions
 from .._runtime import get_runtime
 from ._genai import (
-    Accumulator,
-    AsyncStreamProxy,
     ModelCall,
-    SyncStreamProxy,
     as_mapping,
     given,
     is_raw_response,
@@ -33,6 +30,7 @@ from ._genai import (
     tool_response_part,
 )
 from ._patching import patch, require_version, unpatch
+from ._streams import Accumulator, AsyncStreamProxy, SyncStreamProxy
 
 PROVIDER = "anthropic"
 MIN_VERSION = (0, 40)
@@ -392,14 +390,14 @@ def _start_tool(instance: Any, args: Any, kwargs: Mapping[str, Any]) -> Any:
     span = None
     with capture_internal_exceptions("anthropic.tool.start"):
         if get_runtime() is not None and not _runtime.is_recorded(getattr(instance, "func", None)):
-            span, _, _ = _runtime._tool_span(str(instance.name), _tool_arguments(args, kwargs), None)
+            span, _, _ = _runtime.tool_span(str(instance.name), _tool_arguments(args, kwargs), None)
     return span
 
 
 def _end_tool(span: Any, result: Any, error: BaseException | None) -> None:
     if span is not None:
         with capture_internal_exceptions("anthropic.tool.end"):
-            _runtime._finish_tool_span(span, result, error)
+            _runtime.finish_tool_span(span, result, error)
 
 
 def _tool_call(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
@@ -407,7 +405,7 @@ def _tool_call(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     try:
         result = wrapped(*args, **kwargs)
     except BaseException as exc:
-        _end_tool(span, _runtime._MISSING, exc)
+        _end_tool(span, _runtime.MISSING, exc)
         raise
     _end_tool(span, result, None)
     return result
@@ -418,7 +416,7 @@ async def _atool_call(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> An
     try:
         result = await wrapped(*args, **kwargs)
     except BaseException as exc:
-        _end_tool(span, _runtime._MISSING, exc)
+        _end_tool(span, _runtime.MISSING, exc)
         raise
     _end_tool(span, result, None)
     return result

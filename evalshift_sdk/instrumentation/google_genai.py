@@ -16,7 +16,6 @@ from .. import _runtime
 from .._guard import capture_internal_exceptions
 from . import DidNotEnable
 from ._genai import (
-    Accumulator,
     ModelCall,
     observe_async,
     observe_sync,
@@ -25,6 +24,7 @@ from ._genai import (
     tool_response_part,
 )
 from ._patching import patch, require_version, unpatch
+from ._streams import Accumulator
 
 PROVIDER = "gcp.gemini"
 MIN_VERSION = (1, 0)
@@ -354,13 +354,13 @@ async def _apublic_generate(wrapped: Any, instance: Any, args: Any, kwargs: Any)
         return await wrapped(*args, **_afc_kwargs(kwargs))
 
 
-def _stream_in_turn(chunks: Any) -> Any:
-    with _runtime.turn(_implicit=True):
+def _stream_in_turn(scope: Any, chunks: Any) -> Any:
+    with scope:
         yield from chunks
 
 
-async def _astream_in_turn(chunks: Any) -> Any:
-    with _runtime.turn(_implicit=True):
+async def _astream_in_turn(scope: Any, chunks: Any) -> Any:
+    with scope:
         async for chunk in chunks:
             yield chunk
 
@@ -370,14 +370,14 @@ def _public_generate_stream(wrapped: Any, instance: Any, args: Any, kwargs: Any)
     scope = _afc_turn(kwargs)
     if scope is None:
         return wrapped(*args, **_afc_kwargs(kwargs))
-    return _stream_in_turn(wrapped(*args, **_afc_kwargs(kwargs)))
+    return _stream_in_turn(scope, wrapped(*args, **_afc_kwargs(kwargs)))
 
 
 async def _apublic_generate_stream(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     scope = _afc_turn(kwargs)
     if scope is None:
         return await wrapped(*args, **_afc_kwargs(kwargs))
-    return _astream_in_turn(await wrapped(*args, **_afc_kwargs(kwargs)))
+    return _astream_in_turn(scope, await wrapped(*args, **_afc_kwargs(kwargs)))
 
 
 def instrument() -> None:

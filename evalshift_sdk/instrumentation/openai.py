@@ -12,7 +12,6 @@ from typing import Any
 
 from .._guard import capture_internal_exceptions
 from ._genai import (
-    Accumulator,
     ModelCall,
     as_mapping,
     given,
@@ -27,6 +26,7 @@ from ._genai import (
     tool_response_part,
 )
 from ._patching import patch, require_version, unpatch
+from ._streams import Accumulator
 
 PROVIDER = "openai"
 MIN_VERSION = (1, 66)  # the first release with the Responses API

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from evalshift_core._demo import DEMO_SCRIPTS
+from evalshift_core.cli._demo import DEMO_SCRIPTS
 from evalshift_core.simulator import Simulator, load_scripts
 
 TOOLS = [{"name": "lookup_order", "description": "Look up an order.",

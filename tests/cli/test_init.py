@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from evalshift_core._config import load_config, parse_config
-from evalshift_core._init import render_template
+from evalshift_core.config._config import load_config, parse_config
+from evalshift_core.config._init import render_template
 
 
 def test_init_writes_seed_001_capture_first_config(cli, tmp_path):

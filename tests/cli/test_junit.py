@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from evalshift_core._junit import build_junit, write_junit
+from evalshift_core.report._junit import build_junit, write_junit
 
 PAYLOAD = {
     "run_id": "r1",

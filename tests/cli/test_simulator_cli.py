@@ -123,7 +123,7 @@ def test_a_bad_noise_setting_is_a_one_line_error_naming_file_line_and_field(tmp_
 
 
 def test_the_noise_option_offers_every_preset():
-    from evalshift_core._cli import simulator
+    from evalshift_core.cli._main import simulator
     from evalshift_core.simulator import PRESETS
 
     option = next(p for p in simulator.params if p.name == "noise")

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalshift_core._exceptions import ConfigError
-from evalshift_core._tools_sync import extract_tools, set_tools_path
+from evalshift_core.config._tools_sync import extract_tools, set_tools_path
 
 # Raises the moment anyone imports it: tools sync must only parse it.
 TOOL_DEFINITIONS = '''\
@@ -129,7 +129,7 @@ def test_identical_duplicates_collapse():
     source = TOOL_DEFINITIONS + "AGAIN = " + TOOL_DEFINITIONS.split("REFUND_TOOLS: list[dict] = ", 1)[1].split("\n\nTICKETS")[0] + "\n"
     found = extract_tools(source)
     assert [f.tool.name for f in found] == ["lookup_order", "issue_refund", "issue_refund"]
-    from evalshift_core._tools_sync import dedupe
+    from evalshift_core.config._tools_sync import dedupe
 
     assert [t.name for t in dedupe(found, file="x.py")] == ["lookup_order", "issue_refund"]
 
@@ -230,7 +230,7 @@ def test_set_tools_path_only_adds_lines(comments, prompt_ids):
     assert set_ids == prompt_ids
     kept = [line for line in new.splitlines(keepends=True) if "tools_path:" not in line]
     assert "".join(kept) == text
-    from evalshift_core._config import parse_config
+    from evalshift_core.config._config import parse_config
 
     assert all(p.tools_path == ".evalshift/tools.json" for p in parse_config(new).prompts)
 
@@ -239,7 +239,7 @@ def test_set_tools_path_only_adds_lines(comments, prompt_ids):
 @given(st.text(min_size=1, max_size=40).filter(lambda s: s.strip() == s and "\x00" not in s))
 def test_any_tools_path_value_reads_back(value):
     """The scalar tools sync writes (plain when safe, else quoted) reads back as the same string."""
-    from evalshift_core._config import parse_config
+    from evalshift_core.config._config import parse_config
 
     new, _, _ = set_tools_path("prompts:\n  - id: replay\n", value)
     assert parse_config(new).prompts[0].tools_path == value

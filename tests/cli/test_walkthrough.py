@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from cli_support import REPO, run_cli
 
-from evalshift_core._demo import DEMO_SCRIPTS
+from evalshift_core.cli._demo import DEMO_SCRIPTS
 from evalshift_core.simulator import Simulator, load_scripts
 
 

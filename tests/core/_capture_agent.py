@@ -15,7 +15,7 @@ from typing import Any
 import openai
 
 import evalshift_sdk
-from evalshift_core._demo import DEMO_SCRIPTS
+from evalshift_core.cli._demo import DEMO_SCRIPTS
 from evalshift_core.simulator import Simulator, load_scripts
 
 SYSTEM = "You are a support agent. Look an order up before refunding it."

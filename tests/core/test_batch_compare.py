@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from evalshift_core import save_suite
-from evalshift_core._cli import main
+from evalshift_core.cli._main import main
 from evalshift_core.simulator import Simulator, load_scripts
 from evalshift_core.simulator._recorder import record_example
 from evalshift_core.simulator._worlds import (

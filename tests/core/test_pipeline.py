@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from evalshift_core import compare, load_suite, sync
-from evalshift_core._demo import DEMO_CONFIG, find_example_agent
+from evalshift_core.cli._demo import DEMO_CONFIG, find_example_agent
 
 
 def _capture_agent(sim, capture_dir):

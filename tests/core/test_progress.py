@@ -8,11 +8,11 @@ import pytest
 
 from evalshift_core import _progress
 from evalshift_core._compare import evaluate_and_report
-from evalshift_core._config import Config
 from evalshift_core._io import atomic_write_json, atomic_write_jsonl
 from evalshift_core._models import Call, Example, ToolCall, ToolTrace
-from evalshift_core._report import render_run_report
-from evalshift_core._run import load_run
+from evalshift_core.config._config import Config
+from evalshift_core.report._report import render_run_report
+from evalshift_core.store._runs import load_run
 
 CONFIG = Config.model_validate({"evaluators": {"tool_selection": [{"name": "routing", "conformance": "expected"}]}})
 

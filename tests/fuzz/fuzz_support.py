@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from evalshift_core._cli import main
+from evalshift_core.cli._main import main
 
 EXAMPLES = int(os.environ.get("EVALSHIFT_FUZZ_EXAMPLES", "30"))
 """Inputs per fuzz test: a few seconds each in `make test`; raise it for a long run."""

@@ -28,7 +28,7 @@ from fuzz_support import (
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalshift_core._sync import sync
+from evalshift_core.promote._sync import sync
 
 PRICES = {f"{p}:m": {"input": 1.0, "output": 2.0} for p in ("openai", "anthropic", "gemini")}
 PAIRS = [("openai:m", "anthropic:m", ""), ("gemini:m", "openai:m", "providers:\n  openai:\n    api: responses\n")]

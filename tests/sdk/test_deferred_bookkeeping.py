@@ -11,8 +11,8 @@ import pytest
 from sdk_support import anthropic_client, in_process_openai, read_spans, request_kwargs
 
 import evalshift_sdk
-from evalshift_sdk import _attributes as A
 from evalshift_sdk import _guard
+from evalshift_sdk import schema as A
 from evalshift_sdk.instrumentation import _genai
 
 TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {"type": "object", "properties": {}}}}]

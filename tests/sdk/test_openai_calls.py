@@ -17,7 +17,7 @@ from sdk_support import (
 )
 
 import evalshift_sdk
-from evalshift_sdk._toolsets import normalise_toolset, toolset_ref
+from evalshift_sdk.schema import normalise_toolset, toolset_ref
 
 
 def _host_calls(message) -> list[tuple]:

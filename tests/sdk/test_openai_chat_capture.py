@@ -11,7 +11,7 @@ from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 import evalshift_sdk
-from evalshift_sdk._toolsets import normalise_toolset, toolset_ref
+from evalshift_sdk.schema import normalise_toolset, toolset_ref
 
 TOOLS = [
     {

@@ -1,0 +1,1 @@
+"""Captures become golden-suite examples with rounds and fixtures; ``capture sync``."""

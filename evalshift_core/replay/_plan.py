@@ -1,0 +1,178 @@
+"""Planning and cost: every request of a run prepared before the first call, then priced.
+
+Bad input fails while planning, before anything is sent; the pre-flight prices the plan online
+and through the batch APIs, and ``max_cost`` refuses to start above its cap.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._exceptions import ReplayError
+from .._models import Example, Tool
+from ..store._suites import resolve_tools
+from ._cache import ResponseCache
+from ._messages import round_messages
+from ._pricing import PriceTable
+from ._routing import ModelRef, settings_for
+from .clients import BaseClient, PreparedRequest, make_client
+
+ESTIMATED_OUTPUT_TOKENS = 256
+"""Output tokens the pre-flight assumes per call (capped by the example's max tokens)."""
+
+Sample = tuple[str, int]
+"""``(role, repeat)``: one draw of one side on one example."""
+
+
+@dataclass
+class Unit:
+    """One model's replay of one example: a request per round, all known before any call."""
+
+    example: Example
+    role: str
+    model: ModelRef
+    client: BaseClient
+    gate_key: str
+    requests: list[PreparedRequest]
+    multi_round: bool
+    repeat: int = 0
+    """Which replay of the source this is (``source_repeats``); 0 for the target."""
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.example.id, self.role, self.repeat)
+
+    @property
+    def sample(self) -> str:
+        """The response cache's name for this draw: each repeat and each side is a fresh sample."""
+        return "" if (self.role, self.repeat) == ("source", 0) else f"{self.role}:{self.repeat}"
+
+
+@dataclass
+class Plan:
+    """Every request of a run, with the admission limits of each client it goes through."""
+
+    units: list[Unit] = field(default_factory=list)
+    limits: dict[str, tuple[float | None, int | None]] = field(default_factory=dict)
+    """Per client key: requests per minute and the concurrency cap, when set."""
+
+
+def plan(
+    examples: Iterable[Example],
+    refs: Mapping[str, ModelRef],
+    samples: list[Sample],
+    *,
+    base: str | os.PathLike[str],
+    template: str,
+    providers: Mapping[str, Mapping[str, Any]] | None,
+    rate_limits: Mapping[str, float] | None,
+    done: set[tuple[str, str, int]],
+) -> Plan:
+    """A unit per (example, sample) not in ``done``; one client per provider settings key."""
+    out = Plan()
+    clients: dict[str, BaseClient] = {}
+    tool_cache: dict[str, list[Tool]] = {}
+    limits = rate_limits or {}
+    for example in examples:
+        rounds = round_messages(example, template)
+        ref_key = example.toolset_ref or ""
+        if example.tools is None and ref_key in tool_cache:
+            tools = tool_cache[ref_key]
+        else:
+            tools = resolve_tools(example, base)
+            if example.tools is None:
+                tool_cache[ref_key] = tools
+        for role, repeat in samples:
+            if (example.id, role, repeat) in done:
+                continue
+            ref = refs[role]
+            key, settings = settings_for(ref, providers)
+            if key not in clients:
+                clients[key] = make_client(ref.provider, settings)
+                rpm = limits.get(key, limits.get(ref.provider, settings.get("rpm")))
+                out.limits[key] = (rpm, settings.get("max_concurrency"))
+            client = clients[key]
+            requests = [client.prepare(ref, msgs, tools, example.generation_config) for msgs in rounds]
+            out.units.append(Unit(example, role, ref, client, key, requests, multi_round=len(rounds) > 1,
+                                  repeat=repeat))
+    return out
+
+
+def _max_tokens(config: Mapping[str, Any]) -> int | None:
+    for key in ("max_tokens", "max_completion_tokens", "max_output_tokens", "maxOutputTokens"):
+        if isinstance(config.get(key), int):
+            return int(config[key])
+    return None
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The pre-flight: model calls to make (cache hits excluded) and their cost both ways."""
+
+    online_usd: float
+    batch_usd: float
+    calls: int
+    unpriced: frozenset[str]
+    """Models the price table has no price for (their calls are not in the sums)."""
+
+    @classmethod
+    def of(cls, units: list[Unit], prices: PriceTable, cache: ResponseCache | None) -> Estimate:
+        online, batch, calls, unpriced = 0.0, 0.0, 0, set()
+        for unit in units:
+            cap = _max_tokens(unit.example.generation_config)
+            out_tokens = min(ESTIMATED_OUTPUT_TOKENS, cap) if cap else ESTIMATED_OUTPUT_TOKENS
+            model = str(unit.model)
+            for request in unit.requests:
+                if cache is not None and cache.has(request, unit.sample):
+                    continue
+                calls += 1
+                in_tokens = request.size_chars() // 4
+                cost = prices.cost(model, in_tokens, out_tokens)
+                if cost is None:
+                    unpriced.add(model)
+                else:
+                    online += cost
+                    batch += prices.cost(model, in_tokens, out_tokens, batch=True) or 0.0
+        return cls(online, batch, calls, frozenset(unpriced))
+
+    def usd(self, *, batch: bool) -> float:
+        """The estimate in the replay's own mode."""
+        return self.batch_usd if batch else self.online_usd
+
+    def check(self, max_cost: float | None, *, batch: bool, base: str | os.PathLike[str]) -> None:
+        """ReplayError when ``max_cost`` cannot be checked (a model without a price) or is exceeded."""
+        if max_cost is None:
+            return
+        if self.unpriced:
+            raise ReplayError(f"cannot check --max-cost: no price for {', '.join(sorted(self.unpriced))}; add it to "
+                              f"{Path(base) / 'prices.json'} as {{\"provider:model\": {{\"input\": USD/1M, \"output\": USD/1M}}}}")
+        estimate = self.usd(batch=batch)
+        if estimate > max_cost:
+            how = " through batch APIs" if batch else ""
+            raise ReplayError(f"estimated cost {usd(estimate)}{how} for {self.calls} model calls is above --max-cost "
+                              f"{usd(max_cost)}; nothing was sent")
+
+    def line(self, *, batch: bool) -> str:
+        """``pre-flight: 120 model calls, about $0.84 online ($0.42 through batch APIs with --batch)``."""
+        return preflight_line(self.calls, self.online_usd, self.batch_usd, set(self.unpriced), batch_mode=batch)
+
+
+def usd(value: float) -> str:
+    """Dollars to the cent, or to 3 significant figures below a cent (so $0.0001 is not $0.00)."""
+    return f"${value:.2f}" if value == 0 or value >= 0.01 else f"${value:.3g}"
+
+
+def preflight_line(calls: int, online: float, batch: float, unpriced: set[str], *, batch_mode: bool) -> str:
+    """``pre-flight: 120 model calls, about $0.84 online or $0.42 through batch APIs``."""
+    if batch_mode:
+        cost = f"about {usd(batch)} through batch APIs ({usd(online)} online)"
+    else:
+        cost = f"about {usd(online)} online ({usd(batch)} through batch APIs with --batch)"
+    line = f"pre-flight: {calls} model calls, {cost}"
+    if unpriced:
+        line += f"; no price for {', '.join(sorted(unpriced))}"
+    return line
