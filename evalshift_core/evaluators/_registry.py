@@ -160,9 +160,9 @@ def build_evaluators(
         seen.add(key)
         ev.bind(built)
         if providers and isinstance(ev, LLMJudge):
-            from ..replay._routing import route
+            from ..replay._routing import route, settings_for
 
-            ev.configure_provider(dict(providers.get(route(ev.model).provider) or {}))
+            ev.configure_provider(settings_for(route(ev.model), providers)[1])  # model entry over provider
     return built
 
 

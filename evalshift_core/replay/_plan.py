@@ -94,7 +94,7 @@ def plan(
             if key not in clients:
                 clients[key] = make_client(ref.provider, settings)
                 rpm = limits.get(key, limits.get(ref.provider, settings.get("rpm")))
-                out.limits[key] = (rpm, settings.get("max_concurrency"))
+                out.limits[key] = (rpm, settings.get("concurrency", settings.get("max_concurrency")))
             client = clients[key]
             requests = [client.prepare(ref, msgs, tools, example.generation_config) for msgs in rounds]
             out.units.append(Unit(example, role, ref, client, key, requests, multi_round=len(rounds) > 1,

@@ -72,7 +72,7 @@ class RunOptions:
     batch_policy: _batch.BatchPolicy | None = None
     """How batches are polled (default :class:`BatchPolicy`)."""
     providers: Mapping[str, Mapping[str, Any]] | None = None
-    """``providers:`` settings (base_url, api_key, rpm, max_concurrency, ...) by provider or model."""
+    """``providers:`` settings (base_url, api_key_env, headers, rpm, concurrency, ...) by provider or model."""
     template: str = DEFAULT_TEMPLATE
     """The user-message template, filled with each example's inputs."""
     run_id: str | None = None
@@ -138,7 +138,7 @@ def run(
     missing (example, role, repeat) rows are replayed. ``max_cost`` (USD) refuses to start when the
     pre-flight estimate is above it. ``use_cache=False`` bypasses the response cache for reads.
     ``rate_limits`` maps a provider (or ``provider:NAME``) to requests per minute; a
-    ``providers:`` entry may also carry ``rpm`` and ``max_concurrency``. ``retry_errors=True``
+    ``providers:`` entry may also carry ``rpm`` and ``concurrency``. ``retry_errors=True``
     on a resume replays the rows that failed (``round k/n: ...``) instead of keeping them.
 
     ``batch=True`` sends the requests through the providers' batch APIs at their batch prices
