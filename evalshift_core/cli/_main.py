@@ -702,10 +702,13 @@ def simulator(host: str, port: int, scripts_file: str | None, noise: str | None,
               batch_delay: float) -> None:
     """Serve scripted models on the OpenAI wire format until interrupted (Ctrl-C).
 
+    Prints the URL it listens on first, then an OPENAI_BASE_URL=... line to export; with
+    --port 0 that is the free port the system picked.
+
     \b
     Example:
-      evalshift simulator --port 8765 &
-      export OPENAI_BASE_URL=http://127.0.0.1:8765/v1 OPENAI_API_KEY=sk-sim
+      evalshift simulator --port 0 > simulator.out &
+      export "$(grep '^OPENAI_BASE_URL=' simulator.out)" OPENAI_API_KEY=sk-sim
     """
     import signal
     import threading
