@@ -409,6 +409,8 @@ def option_type_problem(type_name: str, key: str, value: Any) -> str | None:
 
 
 def _type_name(value: Any) -> str:
+    if value is None:
+        return "empty"
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, (int, float)):

@@ -76,6 +76,7 @@ def test_an_unknown_key_inside_an_entry_names_file_line_and_field():
 
 @pytest.mark.parametrize(("text", "expected"), [
     ("providers:\n  openai:\n    rpm: 0\n", "evalshift.yaml:3: providers.openai.rpm: must be a number above 0"),
+    ("providers:\n  openai:\n    base_url:\n", "evalshift.yaml:3: providers.openai.base_url: must be a string, not empty"),
     ("providers:\n  openai:\n    concurrency: 1.5\n", "evalshift.yaml:3: providers.openai.concurrency: must be a whole"),
     ("providers:\n  openai:\n    headers: [a]\n", "evalshift.yaml:3: providers.openai.headers: must be a mapping"),
     ("providers:\n  anthropic:\n    api: responses\n", "evalshift.yaml:3: providers.anthropic.api: only openai"),
