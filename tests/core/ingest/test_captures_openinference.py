@@ -79,16 +79,17 @@ class _Entered:
         return self.cm.__exit__(*exc)
 
 
-def _record(make: Callable[[], Any], directory: Path, tool_spans: bool = False) -> Path:
+def _record(make: Callable[[], Any], directory: Path, tool_spans: bool = False, agent: Callable[..., None] | None = None) -> Path:
     """Recorded in a forked child, so no instrumentation outlives its test in this process."""
-    child = multiprocessing.get_context("fork").Process(target=_record_here, args=(make, directory, tool_spans))
+    child = multiprocessing.get_context("fork").Process(target=_record_here,
+                                                        args=(make, directory, tool_spans, agent or _agent))
     child.start()
     child.join(120)
     assert child.exitcode == 0, "recording failed in the child (its traceback is above)"
     return directory / "otel.jsonl"
 
 
-def _record_here(make: Callable[[], Any], directory: Path, tool_spans: bool) -> None:
+def _record_here(make: Callable[[], Any], directory: Path, tool_spans: bool, agent: Callable[..., None]) -> None:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -102,8 +103,8 @@ def _record_here(make: Callable[[], Any], directory: Path, tool_spans: bool) -> 
         else:
             tracer = provider.get_tracer("app")
         with simulator() as sim:
-            _agent(openai.OpenAI(base_url=sim.openai_base_url, api_key="sk-test"), tracer,
-                   _oi_tool_span if tool_spans else None)
+            agent(openai.OpenAI(base_url=sim.openai_base_url, api_key="sk-test"), tracer,
+                  _oi_tool_span if tool_spans else None)
     finally:
         instrumentor.uninstrument()
     directory.mkdir(parents=True, exist_ok=True)
@@ -248,3 +249,33 @@ def test_openinference_anthropic_spans_become_the_same_suite_as_the_sdk_capture(
     assert ex.expected_tool_rounds[1][0].arguments == {"order_id": "A1001", "amount_usd": 49.99}
     assert ex.toolset_ref == toolset_ref(normalise_toolset(ANTHROPIC_TOOLS))
     assert ex.generation_config == {"max_tokens": 256}
+
+
+# -- OpenAI Responses API --------------------------------------------------------------------------
+
+
+def _responses_agent(client: openai.OpenAI, tracer, tool_span: ToolSpan | None) -> None:
+    """The refund loop on the Responses API: function_call items answered by function_call_output."""
+    tools = [{"type": "function", **t["function"]} for t in TOOLS]
+    with tracer.start_as_current_span("handle_ticket"):
+        items: list[dict[str, Any]] = [{"role": "user", "content": REFUND_TICKET}]
+        for _ in range(4):
+            r = client.responses.create(model="sim-baseline", instructions="You are a support agent.", input=items,
+                                        tools=tools, temperature=0.2)
+            calls = [o for o in r.output if o.type == "function_call"]
+            if not calls:
+                return
+            for call in calls:
+                items.append(call.model_dump(exclude_none=True))
+                items.append({"type": "function_call_output", "call_id": call.call_id,
+                              "output": json.dumps(_run_tool(call.name, call.arguments))})
+
+
+def test_openinference_responses_api_spans_become_the_chat_suite(tmp_path):
+    """The same conversation over Responses promotes into what it gives over Chat Completions."""
+    _, chat = _suite(tmp_path, _openinference, "chat")
+    _, responses = _suite(tmp_path, _openinference, "responses", agent=_responses_agent)
+    chat_fields, responses_fields = chat.model_dump(exclude=_IGNORED), responses.model_dump(exclude=_IGNORED)
+    assert {k: (v, chat_fields[k]) for k, v in responses_fields.items() if chat_fields[k] != v} == {}
+    assert [[c.tool_name for c in r] for r in responses.expected_tool_rounds] == [["lookup_order"], ["issue_refund"], []]
+    assert responses.toolset_ref == toolset_ref(normalise_toolset(TOOLS))
