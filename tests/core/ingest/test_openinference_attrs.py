@@ -135,3 +135,36 @@ def test_openinference_attributes_never_break_ingest(attrs):
         assert isinstance(m["role"], str) and isinstance(m["parts"], list)
     call, result = tool_events(span)
     assert call["type"] == "tool_call" and result["type"] == "tool_result" and isinstance(call["tool_name"], str)
+
+
+_OTLP_VALUES = st.one_of(
+    st.builds(lambda v: {"stringValue": v}, st.text(max_size=10) | st.sampled_from(["[]", "{}", "null", '{"a": 1}'])),
+    st.builds(lambda v: {"intValue": v}, st.integers().map(str)), st.builds(lambda v: {"boolValue": v}, st.booleans()),
+    st.builds(lambda v: {"arrayValue": {"values": v}}, st.lists(st.builds(lambda t: {"stringValue": t}, st.text(max_size=4)),
+                                                                max_size=2)),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(key=st.sampled_from(sorted({**LLM_1, **TOOL_SPAN, **LLM_2})), value=_OTLP_VALUES, span=st.integers(0, 2))
+def test_sync_of_an_openinference_turn_with_any_attribute_value_never_fails(tmp_path_factory, key, value, span):
+    """One attribute of a real-shaped OpenInference turn set to anything: sync finishes and says why."""
+    from _capture_agent import write_spans
+
+    from evalshift_core.promote._sync import sync
+
+    def otlp(span_id: str, parent: str | None, attrs: dict, start: int) -> dict:
+        out = [{"key": k, "value": {"intValue": str(v)} if isinstance(v, int) else {"stringValue": v}}
+               for k, v in attrs.items()]
+        return {"traceId": "a" * 32, "spanId": span_id * 16, **({"parentSpanId": parent * 16} if parent else {}),
+                "name": "x", "startTimeUnixNano": str(start), "endTimeUnixNano": str(start + 5), "attributes": out}
+
+    turn = [otlp("2", "1", LLM_1, 10), otlp("3", "1", TOOL_SPAN, 20), otlp("4", "1", LLM_2, 30),
+            otlp("1", None, {"openinference.span.kind": "AGENT"}, 5)]
+    for attr in turn[span]["attributes"]:
+        if attr["key"] == key:
+            attr["value"] = value
+    tmp = tmp_path_factory.mktemp("oi")
+    write_spans(tmp / "captures" / "oi.jsonl", turn, scope="openinference")
+    result = sync(tmp / "captures", base=tmp / "base", suite_name="s", rounds="all")
+    assert result.added + result.quarantined + (result.unrecognised > 0) == 1
