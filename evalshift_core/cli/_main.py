@@ -312,12 +312,16 @@ def _sync_payload(result: Any) -> dict[str, Any]:
         "added": getattr(result, "added", 0),
         "unchanged": getattr(result, "unchanged", 0),
         "warnings": list(getattr(result, "warnings", [])),
+        "unrecognised_spans": getattr(result, "unrecognised", 0),
+        "unrecognised_line": result.unrecognised_line() if hasattr(result, "unrecognised_line") else None,
     }
 
 
 def _print_sync(payload: Mapping[str, Any], as_json: bool) -> None:
     for warning in payload["warnings"]:
         progress(f"warning: {_one_line(warning)}")
+    if payload.get("unrecognised_line"):
+        progress(f"warning: {payload['unrecognised_line']}")
     if as_json:
         emit_json(payload)
         return

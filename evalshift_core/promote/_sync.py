@@ -65,6 +65,19 @@ class SyncResult:
     """Turns whose root span has not ended yet, left for the next sync."""
     spans: int = 0
     """Spans read."""
+    unrecognised: int = 0
+    """Spans of complete turns holding no model call of a known dialect (evalshift, GenAI
+    semconv, OpenLLMetry, OpenInference): read, and promoted into nothing."""
+    unrecognised_source: str | None = None
+    """``file:line`` of the first such span."""
+
+    def unrecognised_line(self) -> str | None:
+        """The one line that tells the user about them, or None when every turn had a model call."""
+        if not self.unrecognised:
+            return None
+        plural = "" if self.unrecognised == 1 else "s"
+        return (f"{self.unrecognised} span{plural} recognised as no model call: first at {self.unrecognised_source} "
+                "(no evalshift, GenAI-semconv or OpenInference model-call span in their turn)")
 
 
 class _SuiteWriter:
@@ -212,6 +225,8 @@ class _Promoter:
         try:
             capture = build_capture(spans, all_messages=False)
             if capture is None:
+                self.result.unrecognised += len(spans)
+                self.result.unrecognised_source = self.result.unrecognised_source or spans[0].source
                 return
             if capture.prompt_id is not None:
                 field = A.PROMPT_ID if A.PROMPT_ID in root.attrs else A.AGENT_NAME
