@@ -33,7 +33,7 @@ from ..ingest._turns import TurnAssembler
 from ..store._lock import file_lock
 from ..store._paths import check_name, is_safe_name, name_problem, toolset_filename, under
 from ..store._suites import DEFAULT_BASE, read_sidecar, suite_path, toolset_path, write_toolset
-from ._examples import RoundsMode, promote_example
+from ._examples import LATER_ROUNDS_NOT_REPLAYED, RoundsMode, promote_example
 
 STATE_FILE = "sync-state.json"
 LOCK_FILE = ".sync.lock"
@@ -44,6 +44,7 @@ MAX_WARNINGS = 1000
 MAX_QUARANTINED = 10_000
 _HEAD_BYTES = 4096
 STALE_TURN_NS = 3600 * 10**9
+_NAMED_TOOLS = 5
 
 
 @dataclass
@@ -63,6 +64,11 @@ class SyncResult:
     line says how many, so a sync of a million turns stays bounded in memory."""
     warnings_dropped: int = 0
     """Warnings beyond ``MAX_WARNINGS``, counted but not kept."""
+    details: list[str] = field(default_factory=list)
+    """Per-example warnings of a kind summed up in one line of ``warnings`` (the later rounds
+    ``--rounds first`` does not replay, per example), at most ``MAX_WARNINGS``."""
+    later_rounds: int = 0
+    """Examples with later rounds that ``rounds="first"`` does not replay."""
     quarantined: int = 0
     """Turns left out for a damaged span, an unsafe prompt id or a value past the limits (each
     named, with its file:line and field, in ``warnings``)."""
@@ -150,7 +156,8 @@ class _SuiteWriter:
 class _Promoter:
     """Shared engine of ``sync`` and ``promote_files``: spans -> turns -> examples -> suites."""
 
-    def __init__(self, base: Path, suite_name: str | None, rounds: RoundsMode, names_only: bool) -> None:
+    def __init__(self, base: Path, suite_name: str | None, rounds: RoundsMode, names_only: bool,
+                 command: str = "evalshift capture sync") -> None:
         if rounds not in ("first", "all"):
             raise InputError(f"rounds must be 'first' or 'all', not {rounds!r}", field="rounds")
         self.base = base
@@ -166,6 +173,10 @@ class _Promoter:
         self.newest_end = 0
         self.quarantined: dict[str, str] = {}
         """Traces with a damaged span (trace id -> its file:line), until their turn completes."""
+        self.command = command
+        """How the user ran this, for the fix a summary line suggests."""
+        self.later_tools: dict[str, None] = {}
+        """Tools called in rounds ``rounds="first"`` does not replay, in first-seen order."""
         self.other_suites: set[str] = set()
         """Suites fed by earlier syncs with other options (set when these options are new)."""
         if suite_name is not None:
@@ -255,6 +266,17 @@ class _Promoter:
 
     def take(self, capture: Capture, record: dict[str, Any] | None, warnings: list[str], capture_dir: Path) -> None:
         for message in warnings:
+            _, _, text = message.partition(": ")
+            if text.startswith(LATER_ROUNDS_NOT_REPLAYED):
+                # One per multi-round example: summed up in one line at the end, kept as a detail.
+                self.result.later_rounds += 1
+                if len(self.result.details) < MAX_WARNINGS:
+                    self.result.details.append(message)
+                if len(self.later_tools) <= _NAMED_TOOLS:
+                    for part in text.removeprefix(LATER_ROUNDS_NOT_REPLAYED).split("; "):
+                        for tool in part.partition(": ")[2].split(", "):
+                            self.later_tools.setdefault(tool[:80], None)
+                continue
             self.warn(message)
         if record is None:
             return
@@ -331,6 +353,14 @@ class _Promoter:
         if stale:
             self.warn(f"{stale} turn(s) held back for over an hour of later captures: their root span "
                       "never arrived (a process that died mid-turn, or a root in another service?)")
+        if self.result.later_rounds:
+            n = self.result.later_rounds
+            tools = list(self.later_tools)
+            named = ", ".join(tools[:_NAMED_TOOLS]) + (", ..." if len(tools) > _NAMED_TOOLS else "")
+            # Said even past MAX_WARNINGS: it stands for every one of those examples.
+            self.result.warnings.append(
+                f"{n} example{' has' if n == 1 else 's have'} later rounds that --rounds first does not replay "
+                f"({named}): run `{self.command} --rounds all --suite-name NAME` to include them")
         if self.result.kept:
             names = sorted({n for n in self.result.suites if n in self.other_suites})
             self.warn(f"{self.result.kept} example(s) already in suite {', '.join(names)} were promoted by an "
@@ -598,7 +628,7 @@ def promote_files(
             raise InputError("no capture file here (expected OTLP/JSON lines: *.jsonl, *.json, *.gz)", file=str(p))
         files.extend(found)
     with file_lock(base_path / LOCK_FILE):
-        engine = _Promoter(base_path, suite_name, rounds, names_only)
+        engine = _Promoter(base_path, suite_name, rounds, names_only, command="evalshift capture promote FILE...")
         positions = {str(p): FilePosition() for p in files}
         assembler = TurnAssembler()
         engine.run(files, positions, assembler, progress)

@@ -65,3 +65,21 @@ def test_sync_rounds_all_into_a_new_suite_after_a_default_sync(project):
     assert (suites / "support-all.jsonl").read_bytes() == written
     assert (suites / "support.jsonl").read_bytes() == support
     assert sorted(p.name for p in suites.iterdir()) == ["support-all.jsonl", "support.jsonl"]
+
+
+def test_default_sync_says_once_how_many_examples_have_later_rounds_and_the_fix(project):
+    out = _sync(project)
+    warnings = [line for line in out.stderr.splitlines() if line.startswith("warning: ")]
+    assert warnings == [
+        "warning: 10 examples have later rounds that --rounds first does not replay (issue_refund): "
+        "run `evalshift capture sync --rounds all --suite-name NAME` to include them"]
+    assert "replays round 1 only" not in out.stderr
+
+
+def test_verbose_and_json_keep_the_per_example_lines(project):
+    verbose = _sync(project, "--verbose", "--base", "v")
+    details = [line.strip() for line in verbose.stderr.splitlines() if "replays round 1 only" in line]
+    assert len(details) == 10 and all(d.endswith("later calls not replayed: round 2: issue_refund") for d in details)
+    payload = json.loads(_sync(project, "--json", "--base", "j").stdout)
+    assert sorted(payload["details"]) == sorted(details)
+    assert len(payload["warnings"]) == 1 and payload["warnings"][0].startswith("10 examples have later rounds")

@@ -478,3 +478,33 @@ def test_a_state_of_the_previous_version_is_read_again_silently(two_turns, tmp_p
     assert (result.added, result.unchanged) == (0, 1)
     assert not [w for w in result.warnings if STATE_FILE in w or "sync state" in w]
     assert json.loads((base / STATE_FILE).read_text())["version"] == 2
+
+
+def test_later_rounds_not_replayed_are_summed_up_in_one_line(two_turns, tmp_path):
+    """Seed 001: a multi-round capture promoted with --rounds first warns, naming the later calls
+    it will not replay; a sync says it once for all such examples, each one kept as a detail."""
+    captures = _copy_dir(two_turns[0], tmp_path / "captures", prefix="a-")
+    _copy_dir(two_turns[1], captures, prefix="b-")
+    result = sync(captures, base=tmp_path / "base")
+    assert (result.added, result.later_rounds) == (2, 1)
+    assert result.warnings == [
+        "1 example has later rounds that --rounds first does not replay (issue_refund): "
+        "run `evalshift capture sync --rounds all --suite-name NAME` to include them"]
+    (detail,) = result.details
+    refund = next(e for e in load_suite(result.suites["support"]) if e.expected_tool_rounds[1:])
+    assert detail == f"{refund.id}: --rounds first replays round 1 only; later calls not replayed: round 2: issue_refund"
+
+
+def test_later_rounds_summary_counts_every_example_and_names_the_fix_of_its_command(tmp_path):
+    with simulator() as sim:
+        capture_turns(tmp_path / "captures", sim, [("sim-baseline", REFUND_TICKET)] * 3
+                      + [("sim-baseline", POLICY_TICKET)])
+    promoted = promote_files([tmp_path / "captures"], base=tmp_path / "base", suite_name="p")
+    assert (promoted.added, promoted.later_rounds, len(promoted.details)) == (4, 3, 3)
+    (line,) = [w for w in promoted.warnings if "later rounds" in w]
+    assert line == ("3 examples have later rounds that --rounds first does not replay (issue_refund): "
+                    "run `evalshift capture promote FILE... --rounds all --suite-name NAME` to include them")
+    assert not [w for w in promoted.warnings if "replays round 1 only" in w]
+    multi = sync(tmp_path / "captures", base=tmp_path / "base", rounds="all", suite_name="all")
+    assert (multi.added, multi.later_rounds, multi.details) == (4, 0, [])
+    assert not [w for w in multi.warnings if "later rounds" in w]
