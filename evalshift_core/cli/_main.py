@@ -298,6 +298,8 @@ def capture() -> None:
 
 
 def _capture_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option("--verbose", "-v", is_flag=True,
+                      help="Also print the per-example lines a summary warning stands for.")(fn)
     fn = click.option("--names-only", is_flag=True, help="Expectations keep tool names, drop arguments.")(fn)
     fn = click.option("--rounds", type=click.Choice(["first", "all"]), default="first", show_default=True,
                       help="first: single-shot replay; all: teacher-forced multi-round replay.")(fn)
@@ -314,12 +316,16 @@ def _sync_payload(result: Any) -> dict[str, Any]:
         "warnings": list(getattr(result, "warnings", [])),
         "unrecognised_spans": getattr(result, "unrecognised", 0),
         "unrecognised_line": result.unrecognised_line() if hasattr(result, "unrecognised_line") else None,
+        "details": list(getattr(result, "details", [])),
     }
 
 
-def _print_sync(payload: Mapping[str, Any], as_json: bool) -> None:
+def _print_sync(payload: Mapping[str, Any], as_json: bool, verbose: bool = False) -> None:
     for warning in payload["warnings"]:
         progress(f"warning: {_one_line(warning)}")
+    if verbose:
+        for detail in payload["details"]:
+            progress(f"  {_one_line(detail)}")
     if payload.get("unrecognised_line"):
         progress(f"warning: {payload['unrecognised_line']}")
     if as_json:
@@ -335,7 +341,7 @@ def _print_sync(payload: Mapping[str, Any], as_json: bool) -> None:
 @_capture_options
 @json_option
 def capture_sync(capture_dir: str | None, base: str, suite_name: str | None, rounds: str, names_only: bool,
-                 as_json: bool) -> None:
+                 verbose: bool, as_json: bool) -> None:
     """Promote every capture into the golden suite (idempotent: a second sync changes nothing).
 
     CAPTURE_DIR defaults to $EVALSHIFT_CAPTURE_DIR, else .evalshift/captures.
@@ -352,7 +358,7 @@ def capture_sync(capture_dir: str | None, base: str, suite_name: str | None, rou
         raise InputError(f"no captures at {directory}: run your agent with EVALSHIFT_CAPTURE=1 first")
     progress(f"syncing captures from {directory} ...")
     result = sync(directory, base=base, suite_name=suite_name, rounds=rounds, names_only=names_only)  # type: ignore[arg-type]
-    _print_sync(_sync_payload(result), as_json)
+    _print_sync(_sync_payload(result), as_json, verbose)
 
 
 @capture.command("promote", context_settings=CONTEXT)
@@ -360,7 +366,7 @@ def capture_sync(capture_dir: str | None, base: str, suite_name: str | None, rou
 @_capture_options
 @json_option
 def capture_promote(files: tuple[str, ...], base: str, suite_name: str | None, rounds: str, names_only: bool,
-                    as_json: bool) -> None:
+                    verbose: bool, as_json: bool) -> None:
     """Promote the captures in the given capture files only.
 
     \b
@@ -375,7 +381,7 @@ def capture_promote(files: tuple[str, ...], base: str, suite_name: str | None, r
     progress(f"promoting {len(files)} capture file(s) ...")
     result = promote_files([Path(f) for f in files], base=base, suite_name=suite_name, rounds=rounds,  # type: ignore[arg-type]
                            names_only=names_only)
-    _print_sync(_sync_payload(result), as_json)
+    _print_sync(_sync_payload(result), as_json, verbose)
 
 
 @cli.command(context_settings=CONTEXT)
