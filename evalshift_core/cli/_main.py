@@ -223,6 +223,9 @@ def gate_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def run_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option("--dry-run", is_flag=True,
+                      help="Print the planned calls, estimated tokens and cost per model (online and through "
+                           "batch APIs) and how many the cache would serve; send nothing, write nothing.")(fn)
     fn = click.option("--batch", is_flag=True,
                       help="Replay through the providers' batch APIs: about half the price, results within "
                            "their 24-hour window (default: replay.batch).")(fn)
@@ -390,14 +393,15 @@ def capture_promote(files: tuple[str, ...], base: str, suite_name: str | None, r
 @json_option
 def run(suite_name: str | None, suite_file: str | None, source: str | None, target: str | None,
         resume_id: str | None, status_id: str | None, run_id: str | None, concurrency: int | None,
-        max_cost: float | None, no_cache: bool, source_repeats: int | None, batch: bool, config_path: str | None,
-        base: str, as_json: bool) -> None:
+        max_cost: float | None, no_cache: bool, source_repeats: int | None, batch: bool, dry_run: bool,
+        config_path: str | None, base: str, as_json: bool) -> None:
     """Replay a suite through the source and the target model (writes raw.jsonl).
 
     \b
     Example:
       evalshift run --suite-name support --from openai:gpt-4o --to openai:gpt-4.1-mini
       evalshift run --suite-name support --to openai:gpt-4.1-mini --batch   # half price, within 24 h
+      evalshift run --suite-name support --to openai:gpt-4.1-mini --dry-run # calls and cost, nothing sent
       evalshift run --status <run-id>  # progress of a (batch) run
       evalshift run --resume <run-id>  # finish an interrupted run
       evalshift evaluate <run-id>      # then score it
@@ -412,6 +416,9 @@ def run(suite_name: str | None, suite_file: str | None, source: str | None, targ
     replay = prepare_replay(suite_name=suite_name, suite_file=suite_file, resume=resume_id, source=source, target=target,
                             config=cfg, out_dir=base, on_bad_line=_warn_bad_line,
                             run_options=_run_options(concurrency, max_cost, no_cache, source_repeats, batch, run_id))
+    if dry_run:
+        _print_dry_run(replay, as_json)
+        return
     progress(f"replaying {len(replay.examples)} examples of {replay.suite_name}: {replay.source} -> {replay.target} ...")
     result = replay.run()
     warn_failed_calls(result.calls)
@@ -431,6 +438,18 @@ def run(suite_name: str | None, suite_file: str | None, source: str | None, targ
         click.echo(f"replayed {payload['examples']} examples{how} ({payload['errors']} failed calls"
                    f"{'; ' + cached if cached else ''})")
         click.echo(f"Run id: {result.run_id}")
+
+
+def _print_dry_run(replay: Any, as_json: bool) -> None:
+    """``--dry-run``: the plan and its cost on stdout; nothing sent, nothing written."""
+    planned = replay.dry_run()
+    if as_json:
+        emit_json({"examples": len(replay.examples), "suite": replay.suite_name, "source": replay.source,
+                   "target": replay.target, **planned.as_dict()})
+        return
+    click.echo(f"{len(replay.examples)} examples of {replay.suite_name}: {replay.source} -> {replay.target}")
+    for line in planned.lines():
+        click.echo(line)
 
 
 def _print_status(base: str, run_id: str, cfg: Any, as_json: bool) -> None:
@@ -484,8 +503,8 @@ def evaluate(run_id: str, config_path: str | None, base: str, fail_on_regression
 @json_option
 def compare(suite_name: str | None, suite_file: str | None, target: str | None, source: str | None,
             open_report: bool, run_id: str | None, concurrency: int | None, max_cost: float | None,
-            no_cache: bool, source_repeats: int | None, batch: bool, config_path: str | None, base: str,
-            fail_on_regression: bool, fail_on_inconclusive: bool, junit: str | None, as_json: bool) -> None:
+            no_cache: bool, source_repeats: int | None, batch: bool, dry_run: bool, config_path: str | None,
+            base: str, fail_on_regression: bool, fail_on_inconclusive: bool, junit: str | None, as_json: bool) -> None:
     """Run + evaluate + analyse + report: is the candidate safe to ship?
 
     \b
@@ -494,6 +513,7 @@ def compare(suite_name: str | None, suite_file: str | None, target: str | None, 
       evalshift compare --suite-name support --to claude-sonnet-4-6 --fail-on-regression --junit out.xml
       evalshift compare --suite-name support --to openai:gpt-4.1-mini --no-cache   # fresh samples
       evalshift compare --suite-name support --to openai:gpt-4.1-mini --batch      # at batch prices
+      evalshift compare --suite-name support --to openai:gpt-4.1-mini --dry-run    # calls and cost only
     """
     from .._compare import prepare_replay
 
@@ -501,6 +521,9 @@ def compare(suite_name: str | None, suite_file: str | None, target: str | None, 
     replay = prepare_replay(suite_name=suite_name, suite_file=suite_file, source=source, target=target, config=cfg, out_dir=base,
                             on_bad_line=_warn_bad_line,
                             run_options=_run_options(concurrency, max_cost, no_cache, source_repeats, batch, run_id))
+    if dry_run:
+        _print_dry_run(replay, as_json)
+        return
     progress(f"comparing {replay.source} -> {replay.target} on {len(replay.examples)} examples of "
              f"{replay.suite_name} ...")
     comparison = replay.compare()
