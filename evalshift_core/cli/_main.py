@@ -31,8 +31,9 @@ EXIT_INCONCLUSIVE = 3
 
 EXIT_CODES_HELP = (
     "\b\nExit codes:\n"
-    "  0  done (a FAIL or INCONCLUSIVE verdict is still 0 without the flags below)\n"
-    "  1  a user error, one line on stderr; also a run in which every call of a side failed\n"
+    "  0  done (a FAIL or INCONCLUSIVE verdict is still 0 without the flags below; --dry-run: planned)\n"
+    "  1  a user error, one line on stderr; also a run in which every call of a side failed, and a\n"
+    "     run --max-cost refuses (estimate above it, or unknown without --allow-unpriced)\n"
     "  2  the verdict is FAIL under --fail-on-regression\n"
     "  3  the verdict is INCONCLUSIVE under --fail-on-inconclusive"
 )
@@ -63,7 +64,8 @@ def _config(path: str | None) -> Any:
 
 
 def _run_options(concurrency: int | None, max_cost: float | None, no_cache: bool,
-                 source_repeats: int | None = None, batch: bool = False, run_id: str | None = None) -> dict[str, Any]:
+                 source_repeats: int | None = None, batch: bool = False, run_id: str | None = None,
+                 allow_unpriced: bool = False) -> dict[str, Any]:
     """The replay options the user set, as :class:`evalshift_core.replay._run.RunOptions` fields."""
     options: dict[str, Any] = {}
     if batch:
@@ -74,6 +76,8 @@ def _run_options(concurrency: int | None, max_cost: float | None, no_cache: bool
         options["concurrency"] = concurrency
     if max_cost is not None:
         options["max_cost"] = max_cost
+    if allow_unpriced:
+        options["allow_unpriced"] = True
     if no_cache:
         options["use_cache"] = False
     if run_id is not None:
@@ -235,8 +239,12 @@ def run_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     fn = click.option("--no-cache", is_flag=True,
                       help="Send every request for a fresh sample instead of replaying cached responses "
                            "(the cache is still updated).")(fn)
+    fn = click.option("--allow-unpriced", is_flag=True,
+                      help="With --max-cost: start although a model has no price (its cost is unknown), "
+                           "holding only the priced calls to the cap.")(fn)
     fn = click.option("--max-cost", type=float, default=None, metavar="USD",
-                      help="Refuse to start when the estimated cost is above this.")(fn)
+                      help="Refuse to start when the estimated cost is above this, or unknown (a model "
+                           "without a price) unless --allow-unpriced.")(fn)
     fn = click.option("--concurrency", type=click.IntRange(min=1), default=None, metavar="N",
                       help="Model calls in flight at once.")(fn)
     return click.option("--run-id", default=None, callback=_safe_run_id,
@@ -394,7 +402,7 @@ def capture_promote(files: tuple[str, ...], base: str, suite_name: str | None, r
 def run(suite_name: str | None, suite_file: str | None, source: str | None, target: str | None,
         resume_id: str | None, status_id: str | None, run_id: str | None, concurrency: int | None,
         max_cost: float | None, no_cache: bool, source_repeats: int | None, batch: bool, dry_run: bool,
-        config_path: str | None, base: str, as_json: bool) -> None:
+        allow_unpriced: bool, config_path: str | None, base: str, as_json: bool) -> None:
     """Replay a suite through the source and the target model (writes raw.jsonl).
 
     \b
@@ -415,7 +423,8 @@ def run(suite_name: str | None, suite_file: str | None, source: str | None, targ
         return
     replay = prepare_replay(suite_name=suite_name, suite_file=suite_file, resume=resume_id, source=source, target=target,
                             config=cfg, out_dir=base, on_bad_line=_warn_bad_line,
-                            run_options=_run_options(concurrency, max_cost, no_cache, source_repeats, batch, run_id))
+                            run_options=_run_options(concurrency, max_cost, no_cache, source_repeats, batch, run_id,
+                                                     allow_unpriced))
     if dry_run:
         _print_dry_run(replay, as_json)
         return
@@ -503,8 +512,8 @@ def evaluate(run_id: str, config_path: str | None, base: str, fail_on_regression
 @json_option
 def compare(suite_name: str | None, suite_file: str | None, target: str | None, source: str | None,
             open_report: bool, run_id: str | None, concurrency: int | None, max_cost: float | None,
-            no_cache: bool, source_repeats: int | None, batch: bool, dry_run: bool, config_path: str | None,
-            base: str, fail_on_regression: bool, fail_on_inconclusive: bool, junit: str | None, as_json: bool) -> None:
+            no_cache: bool, source_repeats: int | None, batch: bool, dry_run: bool, allow_unpriced: bool,
+            config_path: str | None, base: str, fail_on_regression: bool, fail_on_inconclusive: bool, junit: str | None, as_json: bool) -> None:
     """Run + evaluate + analyse + report: is the candidate safe to ship?
 
     \b
@@ -520,7 +529,8 @@ def compare(suite_name: str | None, suite_file: str | None, target: str | None, 
     cfg = _config(config_path)
     replay = prepare_replay(suite_name=suite_name, suite_file=suite_file, source=source, target=target, config=cfg, out_dir=base,
                             on_bad_line=_warn_bad_line,
-                            run_options=_run_options(concurrency, max_cost, no_cache, source_repeats, batch, run_id))
+                            run_options=_run_options(concurrency, max_cost, no_cache, source_repeats, batch, run_id,
+                                                     allow_unpriced))
     if dry_run:
         _print_dry_run(replay, as_json)
         return

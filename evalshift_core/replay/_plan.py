@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from .._exceptions import ReplayError
@@ -17,7 +16,7 @@ from .._models import Example, Tool
 from ..store._suites import resolve_tools
 from ._cache import ResponseCache
 from ._messages import round_messages
-from ._pricing import PriceTable
+from ._pricing import PriceTable, price_hint
 from ._routing import ModelRef, settings_for
 from .clients import BaseClient, PreparedRequest, make_client
 
@@ -192,18 +191,24 @@ class Estimate:
         """The estimate in the replay's own mode."""
         return self.batch_usd if batch else self.online_usd
 
-    def check(self, max_cost: float | None, *, batch: bool, base: str | os.PathLike[str]) -> None:
-        """ReplayError when ``max_cost`` cannot be checked (a model without a price) or is exceeded."""
+    def check(self, max_cost: float | None, *, batch: bool, base: str | os.PathLike[str],
+              allow_unpriced: bool = False) -> None:
+        """ReplayError when ``max_cost`` is exceeded, or cannot be checked because a model has no
+        price (its cost is unknown) and ``allow_unpriced`` does not say to hold only the priced
+        models to the cap."""
         if max_cost is None:
             return
-        if self.unpriced:
-            raise ReplayError(f"cannot check --max-cost: no price for {', '.join(sorted(self.unpriced))}; add it to "
-                              f"{Path(base) / 'prices.json'} as {{\"provider:model\": {{\"input\": USD/1M, \"output\": USD/1M}}}}")
+        if self.unpriced and not allow_unpriced:
+            raise ReplayError(f"cannot check --max-cost: the cost of {', '.join(sorted(self.unpriced))} is unknown "
+                              f"(no price); pass --allow-unpriced to start anyway with only the priced calls "
+                              f"held to the cap, or {price_hint(self.unpriced, base)}; nothing was sent")
         estimate = self.usd(batch=batch)
         if estimate > max_cost:
             how = " through batch APIs" if batch else ""
-            raise ReplayError(f"estimated cost {usd(estimate)}{how} for {self.calls} model calls is above --max-cost "
-                              f"{usd(max_cost)}; nothing was sent")
+            unknown = (f" (not counting {', '.join(sorted(self.unpriced))}, whose cost is unknown)"
+                       if self.unpriced else "")
+            raise ReplayError(f"estimated cost {usd(estimate)}{how} for {self.calls} model calls{unknown} is above "
+                              f"--max-cost {usd(max_cost)}; nothing was sent")
 
     def line(self, *, batch: bool) -> str:
         """``pre-flight: 120 model calls, about $0.84 online ($0.42 through batch APIs with --batch)``."""

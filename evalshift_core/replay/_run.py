@@ -37,7 +37,7 @@ from ._cache import ResponseCache
 from ._execute import ProviderGate, Replayer, RetryPolicy, execute, progress_bar, run_sync
 from ._messages import DEFAULT_TEMPLATE
 from ._plan import Estimate, Sample, Unit, plan, side_line
-from ._pricing import load_prices
+from ._pricing import load_prices, unpriced_warning
 from ._resume import Resumed, resume
 from ._routing import ModelRef, route
 
@@ -53,6 +53,9 @@ class RunOptions:
     """Model calls in flight at once (at least 1)."""
     max_cost: float | None = None
     """Refuse to start when the pre-flight estimate (USD) is above it."""
+    allow_unpriced: bool = False
+    """With ``max_cost``: start although a model has no price (its cost unknown), holding only the
+    priced calls to the cap; without it such a run is refused."""
     use_cache: bool = True
     """False sends every request for a fresh sample (the cache is still written)."""
     progress: bool = True
@@ -193,6 +196,8 @@ class DryRun:
     """Why ``max_cost`` would refuse to start, or None."""
     resumed_rows: int = 0
     """Rows a resumed run already holds (not planned again)."""
+    base: str = DEFAULT_BASE
+    """The base folder (where a prices.json override goes)."""
 
     def lines(self) -> list[str]:
         """The dry run in words: one line per side, the pre-flight line, and ``max_cost``'s answer."""
@@ -201,6 +206,8 @@ class DryRun:
             out.append(f"  {self.resumed_rows} rows already in the run are kept")
         out += [f"  {side_line(side)}" for side in self.estimate.sides]
         out.append(self.estimate.line(batch=self.batch))
+        if self.estimate.unpriced:
+            out.append(unpriced_warning(self.estimate.unpriced, self.base))
         if self.refused:
             out.append(f"--max-cost would refuse to start: {self.refused}")
         return out
@@ -237,11 +244,12 @@ def dry_run(
     estimate = Estimate.of(planned.units, load_prices(base, opts.prices),
                            ResponseCache(base) if opts.use_cache else None)
     try:
-        estimate.check(opts.max_cost, batch=batch, base=base)
+        estimate.check(opts.max_cost, batch=batch, base=base, allow_unpriced=opts.allow_unpriced)
         refused = None
     except ReplayError as exc:
         refused = exc.message
-    return DryRun(estimate, batch, refused, resumed_rows=len(resumed.rows) if resumed is not None else 0)
+    return DryRun(estimate, batch, refused, resumed_rows=len(resumed.rows) if resumed is not None else 0,
+                  base=str(base))
 
 
 def _resume_if_started(base: str | os.PathLike[str], opts: RunOptions, refs: dict[str, ModelRef],
@@ -261,7 +269,9 @@ def _preflight(units: list[Unit], prices: Any, cache: ResponseCache, opts: RunOp
     estimate = Estimate.of(units, prices, cache if opts.use_cache else None)
     if opts.progress and units:
         print(estimate.line(batch=batch), file=sys.stderr)
-    estimate.check(opts.max_cost, batch=batch, base=base)
+        if estimate.unpriced:
+            print(unpriced_warning(estimate.unpriced, base), file=sys.stderr)
+    estimate.check(opts.max_cost, batch=batch, base=base, allow_unpriced=opts.allow_unpriced)
     return estimate
 
 
