@@ -24,7 +24,7 @@ from .config._config import Config
 from .config._tools_file import apply_prompt_tools
 from .evaluators import build_evaluators, evaluate_run
 from .replay._routing import route
-from .replay._run import RunOptions, RunResult, check_sides, run
+from .replay._run import DryRun, RunOptions, RunResult, check_sides, dry_run, run
 from .report._report import build_report, write_report
 from .store._runs import Manifest, existing_run_dir, iter_run_examples, load_manifest, load_run
 from .store._suites import DEFAULT_BASE, load_suite, suite_path
@@ -200,6 +200,11 @@ class PreparedReplay:
     def run(self) -> RunResult:
         """Replay the examples through both models (:func:`evalshift_core.run`)."""
         return run(self.examples, source=self.source, target=self.target, base=self.base, options=self.options)
+
+    def dry_run(self) -> DryRun:
+        """What :meth:`run` would send, planned and priced with nothing sent or written
+        (:func:`evalshift_core.dry_run`)."""
+        return dry_run(self.examples, source=self.source, target=self.target, base=self.base, options=self.options)
 
     def compare(self) -> Comparison:
         """Replay, then score, analyse and report; a side that never answered is a ReplayError."""
