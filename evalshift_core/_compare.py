@@ -142,7 +142,9 @@ def _evaluate_and_report(
     from .ingest._traces import load_traces
 
     # Timelines attached with `evalshift traces import` feed agent_trace; judges need the providers.
-    scores = evaluate_run(examples, calls, config.evaluators, timelines=load_traces(run_dir), providers=config.providers)
+    # A run folder is <base>/runs/<id>: its examples' toolset_ref sidecars live in <base>/toolsets.
+    scores = evaluate_run(examples, calls, config.evaluators, timelines=load_traces(run_dir), providers=config.providers,
+                          base=run_dir.parent.parent)
     atomic_write_jsonl(run_dir / "scores.jsonl", (s.model_dump(mode="json") for s in
                                                   tracked(scores, len(scores), "write scores")))
     floors = {(ev.type_name, ev.name): ev.severity_floor for ev in build_evaluators(config.evaluators)}
