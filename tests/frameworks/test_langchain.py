@@ -8,6 +8,7 @@ model's requested calls are captured with no framework hook; the executions are 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -69,15 +70,22 @@ def test_bind_tools_loop_is_captured_synced_and_replayed(tmp_path):
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
-def test_langgraph_react_agent_is_captured_synced_and_replayed(tmp_path):
+@pytest.mark.parametrize("how", ["invoke", "ainvoke", "streaming"])
+def test_langgraph_react_agent_is_captured_synced_and_replayed(tmp_path, how):
+    """LangGraph's prebuilt ReAct agent: sync, async (AsyncOpenAI underneath, tools on the graph's
+    executor threads) and a streaming chat model (Chat Completions chunks) all capture alike."""
     prebuilt = pytest.importorskip("langgraph.prebuilt")
     with simulator() as sim:
-        agent = prebuilt.create_react_agent(_chat_model(sim), [langchain_tool(f) for f in support_tools().values()],
+        model = langchain_openai.ChatOpenAI(model="sim-baseline", base_url=sim.openai_base_url, api_key="sk-test",
+                                            max_retries=0, streaming=how == "streaming")
+        agent = prebuilt.create_react_agent(model, [langchain_tool(f) for f in support_tools().values()],
                                             prompt=SYSTEM)
+        request = {"messages": [HumanMessage(REFUND_TICKET)]}
         with captured(tmp_path / "captures"), evalshift_sdk.turn(prompt_id="support", inputs={"ticket": REFUND_TICKET}):
-            state = agent.invoke({"messages": [HumanMessage(REFUND_TICKET)]})
+            state = asyncio.run(agent.ainvoke(request)) if how == "ainvoke" else agent.invoke(request)
         assert "refunded $49.99 on order A1001" in state["messages"][-1].content
-        assert len(sim.served("openai")) == 3
+        served = sim.served("openai")
+        assert [bool(s["body"].get("stream")) for s in served] == [how == "streaming"] * 3
 
         example = synced(tmp_path / "captures", tmp_path / "base")
         assert_refund_loop(example, tmp_path / "base")
