@@ -38,14 +38,28 @@ def _agent(sim: Any, tools: list[Any]) -> Any:
                         tools=[agents.function_tool(fn) for fn in tools])
 
 
-def test_agent_runner_over_responses_is_captured_synced_and_replayed(tmp_path):
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
+def test_agent_runner_over_responses_is_captured_synced_and_replayed(tmp_path, streamed):
+    """``Runner.run`` posts ``responses.create``; ``Runner.run_streamed`` streams through
+    ``responses.with_streaming_response`` and stops reading at the final event: both give the
+    same suite."""
     with simulator() as sim:
         agent = _agent(sim, list(support_tools().values()))
+
+        async def run() -> str:
+            if not streamed:
+                return str((await agents.Runner.run(agent, REFUND_TICKET)).final_output)
+            result = agents.Runner.run_streamed(agent, REFUND_TICKET)
+            async for _ in result.stream_events():
+                pass
+            return str(result.final_output)
+
         with captured(tmp_path / "captures"), evalshift_sdk.turn(prompt_id="support", inputs={"ticket": REFUND_TICKET}):
-            result = asyncio.run(agents.Runner.run(agent, REFUND_TICKET))
-        assert "refunded $49.99 on order A1001" in result.final_output
+            answer = asyncio.run(run())
+        assert "refunded $49.99 on order A1001" in answer
         served = sim.served("openai")
         assert len(served) == 3 and all(s["path"].endswith("/responses") for s in served), served
+        assert all(bool(s["body"].get("stream")) is streamed for s in served)
 
         example = synced(tmp_path / "captures", tmp_path / "base")
         assert_refund_loop(example, tmp_path / "base")
@@ -75,31 +89,4 @@ def test_undecorated_function_tools_still_give_results_as_the_model_saw_them(tmp
         fixtures = [[(f.tool_name, f.result) for f in r] for r in example.tool_result_fixtures]
         assert fixtures == [[("lookup_order", str(lookup_order("A1001")))],
                             [("issue_refund", str(issue_refund("A1001", 49.99)))]]
-        replay_on(sim, tmp_path / "base")
-
-
-def test_run_streamed_falls_back_to_the_executed_calls(tmp_path):
-    """Known gap: ``Runner.run_streamed`` reads the stream through
-    ``responses.with_streaming_response``, whose body the SDK leaves unread (it is the host's),
-    so the model spans hold no requested calls. With ``@evalshift_sdk.tool`` tools the suite is
-    still whole: ground truth falls back to the executed calls, round by round, with fixtures."""
-    with simulator() as sim:
-        agent = _agent(sim, list(support_tools().values()))
-
-        async def run() -> str:
-            result = agents.Runner.run_streamed(agent, REFUND_TICKET)
-            async for _ in result.stream_events():
-                pass
-            return str(result.final_output)
-
-        with captured(tmp_path / "captures"), evalshift_sdk.turn(prompt_id="support", inputs={"ticket": REFUND_TICKET}):
-            answer = asyncio.run(run())
-        assert "refunded $49.99 on order A1001" in answer
-        assert all(s["body"].get("stream") is True for s in sim.served("openai"))
-        example = synced(tmp_path / "captures", tmp_path / "base")
-        assert example.promotion_source == "executed"
-        rounds = [[(c.tool_name, c.arguments) for c in r] for r in example.expected_tool_rounds]
-        assert rounds == [[("lookup_order", {"order_id": "A1001"})],
-                          [("issue_refund", {"order_id": "A1001", "amount_usd": 49.99})], []]
-        assert [[f.tool_name for f in r] for r in example.tool_result_fixtures] == [["lookup_order"], ["issue_refund"]]
         replay_on(sim, tmp_path / "base")
