@@ -3,7 +3,8 @@ capture -> sync -> replay checks every framework must pass."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,17 +35,13 @@ def support_tools() -> dict[str, Callable[..., Any]]:
     return {"lookup_order": lookup_order, "issue_refund": issue_refund}
 
 
-class captured:
+@contextmanager
+def captured(directory: Path) -> Iterator[Path]:
     """``with captured(dir):`` capture on (openai only) for the block; flushed and unpatched after."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-
-    def __enter__(self) -> Path:
-        evalshift_sdk.init(self.directory, enabled=True, providers=["openai"])
-        return self.directory
-
-    def __exit__(self, *exc: object) -> None:
+    evalshift_sdk.init(directory, enabled=True, providers=["openai"])
+    try:
+        yield directory
+    finally:
         evalshift_sdk.shutdown()
 
 
