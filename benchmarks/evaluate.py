@@ -1,7 +1,8 @@
 """Benchmark: 100k synthetic example pairs through the four tool evaluators, against baselines.
 
-Times tool_selection (conformance + divergence), tool_arguments, tool_trace_structure and
-agent_trace over the same pairs as agentevals' strict trajectory match and DeepEval's
+Times tool_selection (conformance + divergence), tool_arguments (with its input_schema check
+against the toolset every example offers, and that check's own cost as a with/without ratio),
+tool_trace_structure and agent_trace over the same pairs as agentevals' strict trajectory match and DeepEval's
 ToolCorrectnessMetric, in the same run. Targets: <= 10 s for 100k pairs, >= 10x agentevals.
 
 The two libraries run from a side virtualenv (``.venv/bench-baselines``, built on first use
@@ -20,6 +21,7 @@ import json
 import os
 import random
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -42,6 +44,15 @@ CONFIG: dict[str, Any] = {
     "agent_trace": [{"name": "safety", "check_missing_verification": True, "verification_tools": ["confirm_with_user"],
                      "dangerous_tools": ["delete_record", "issue_refund"]}],
 }
+
+
+# The toolset every example offers (one toolset_ref sidecar, as a suite promoted from captures
+# has): tool_arguments checks each target call of a tool with a schema against it.
+ARGUMENT_SCHEMA = {"type": "object", "properties": {
+    "order_id": {"type": "string"}, "amount_usd": {"type": "number"},
+    "reason": {"type": "string", "enum": ["damaged", "late", "wrong item", "changed mind"]}},
+    "required": ["order_id"]}
+TOOLSET = [{"name": n, "input_schema": ARGUMENT_SCHEMA} for n in TOOLS]
 
 
 def arguments(rng: random.Random) -> dict[str, Any]:
@@ -89,7 +100,17 @@ def synthetic_pairs(n: int, seed: int = 7) -> list[dict[str, Any]]:
     return pairs
 
 
-def to_models(pairs: list[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
+def write_toolset(base: Path) -> str:
+    """The examples' toolset sidecar under ``base``; returns its ``toolset_ref``."""
+    from evalshift_core import Toolset
+    from evalshift_core.store._suites import write_toolset as write
+
+    toolset = Toolset(tools=TOOLSET)
+    write(base, toolset.ref, [t.canonical() for t in toolset.tools])
+    return toolset.ref
+
+
+def to_models(pairs: list[dict[str, Any]], toolset_ref: str | None = None) -> tuple[list[Any], list[Any]]:
     """Validated examples and Call rows, exactly what ``evaluate_run`` gets from a run on disk."""
     from evalshift_core import Call, Example
 
@@ -101,7 +122,8 @@ def to_models(pairs: list[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
     examples, calls = [], []
     for p in pairs:
         examples.append(Example.model_validate(
-            {"id": p["id"], "expected_tools": [{"tool_name": n, "arguments": a} for n, a in p["expected"]]}))
+            {"id": p["id"], "expected_tools": [{"tool_name": n, "arguments": a} for n, a in p["expected"]],
+             "toolset_ref": toolset_ref}))
         calls.append(row(p["id"], "source", p["source"]))
         calls.append(row(p["id"], "target", p["target"], "I can't do that." if p["target_refused"] else None))
     return examples, calls
@@ -117,7 +139,29 @@ def full_collection_seconds() -> float:
     return sorted(times)[1]
 
 
-def run_ours(examples: list[Any], calls: list[Any]) -> tuple[float, float, dict[str, float], float, tuple[float, int]]:
+def schema_check_ratio(examples: list[Any], calls: list[Any], base: Path, rounds: int = 3) -> tuple[float, float, int]:
+    """tool_arguments' CPU seconds with the toolsets resolved (every target call checked against
+    its schema) and without (no toolset: no check), alternating, the median of each; and how many
+    records carried ARGUMENT_SCHEMA_VIOLATION."""
+    from evalshift_core.evaluators import build_evaluators, evaluate_run
+
+    [ev] = build_evaluators({"tool_arguments": CONFIG["tool_arguments"]})
+    with_check, without, labelled = [], [], 0
+    for _ in range(rounds):
+        for on in (True, False):
+            gc.collect()
+            c0 = time.process_time()
+            records = evaluate_run(examples, calls, [ev], progress=False, base=base if on else None)
+            gc.collect(1)
+            (with_check if on else without).append(time.process_time() - c0)
+            if on:
+                labelled = sum("ARGUMENT_SCHEMA_VIOLATION" in r.labels for r in records)
+            del records
+    return sorted(with_check)[rounds // 2], sorted(without)[rounds // 2], labelled
+
+
+def run_ours(examples: list[Any], calls: list[Any], base: Path | None = None
+             ) -> tuple[float, float, dict[str, float], float, tuple[float, int]]:
     """``evaluate_run`` over every pair: CPU seconds, wall seconds, CPU seconds per evaluator alone,
     what the kept records add to each later full collection, and the run's system seconds and
     page faults (first touches of fresh memory, charged by the kernel)."""
@@ -132,14 +176,14 @@ def run_ours(examples: list[Any], calls: list[Any]) -> tuple[float, float, dict[
     for ev in evaluators:
         gc.collect()
         c0 = time.process_time()
-        evaluate_run(examples, calls, [ev], progress=False)
+        evaluate_run(examples, calls, [ev], progress=False, base=base)
         gc.collect(1)
         per_evaluator[ev.type_name] = time.process_time() - c0
     gc.collect()
     heap_without = full_collection_seconds()
     r0 = resource.getrusage(resource.RUSAGE_SELF)
     t0, c0 = time.perf_counter(), time.process_time()
-    records = evaluate_run(examples, calls, evaluators, progress=False)
+    records = evaluate_run(examples, calls, evaluators, progress=False, base=base)
     gc.collect(1)
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_SELF)
@@ -195,10 +239,11 @@ def main() -> None:
     args = parser.parse_args()
 
     pairs = synthetic_pairs(args.pairs)
+    toolsets = Path(tempfile.mkdtemp(prefix="evalshift-bench-"))
     t0 = time.perf_counter()
-    examples, calls = to_models(pairs)
+    examples, calls = to_models(pairs, write_toolset(toolsets))
     print(f"{args.pairs} synthetic pairs (validated into models in {time.perf_counter() - t0:.1f} s, not timed below)")
-    ours, ours_wall, per_evaluator, full_pass, (system, faults) = run_ours(examples, calls)
+    ours, ours_wall, per_evaluator, full_pass, (system, faults) = run_ours(examples, calls, toolsets)
     # CPU time is the figure compared: colleagues' test runs share these two cores, and wall
     # time then measures them as much as us. Wall time is printed beside it.
     for name, seconds in per_evaluator.items():
@@ -211,6 +256,12 @@ def main() -> None:
           f"({faults / args.pairs:.2f} page faults/pair, {system / max(faults, 1) * 1e6:.1f} us each)")
     print(f"  (not in the run: each later full GC pass traverses the kept records, "
           f"+{full_pass / args.pairs * 1e6:.1f} us/pair per pass)")
+
+    checked, unchecked, labelled = schema_check_ratio(examples, calls, toolsets)
+    print(f"tool_arguments with the schema check {checked:6.2f} s CPU, without {unchecked:6.2f} s "
+          f"(alternating, medians of 3): ratio {checked / unchecked:.2f}x; "
+          f"{labelled} records carry ARGUMENT_SCHEMA_VIOLATION")
+    shutil.rmtree(toolsets, ignore_errors=True)
 
     base = run_baselines(pairs, reimplemented=args.reimplemented, install=not args.no_install)
     kind = "the real libraries" if base["implementation"] == "real" else "REIMPLEMENTATIONS of the published algorithms"

@@ -40,7 +40,7 @@ from .ingest._captures import Capture, load_captures
 from .ingest._traces import import_traces
 from .promote._examples import Promotion, promote, promote_capture
 from .promote._sync import SyncResult, promote_files, sync
-from .replay._run import RunResult, run
+from .replay._run import DryRun, RunResult, dry_run, run
 from .report._data import build_report
 from .report._html import render_html
 from .report._report import open_report, render_run_report, write_report
@@ -56,6 +56,7 @@ __all__ = [
     "ComparisonResult",
     "Config",
     "ConfigError",
+    "DryRun",
     "DEMO_SCRIPTS",
     "EvalShiftError",
     "Example",
@@ -82,6 +83,7 @@ __all__ = [
     "analyze",
     "build_report",
     "compare",
+    "dry_run",
     "evaluate",
     "evaluate_and_report",
     "evaluate_pair",

@@ -24,7 +24,7 @@ from .config._config import Config
 from .config._tools_file import apply_prompt_tools
 from .evaluators import build_evaluators, evaluate_run
 from .replay._routing import route
-from .replay._run import RunOptions, RunResult, check_sides, run
+from .replay._run import DryRun, RunOptions, RunResult, check_sides, dry_run, run
 from .report._report import build_report, write_report
 from .store._runs import Manifest, existing_run_dir, iter_run_examples, load_manifest, load_run
 from .store._suites import DEFAULT_BASE, load_suite, suite_path
@@ -142,7 +142,9 @@ def _evaluate_and_report(
     from .ingest._traces import load_traces
 
     # Timelines attached with `evalshift traces import` feed agent_trace; judges need the providers.
-    scores = evaluate_run(examples, calls, config.evaluators, timelines=load_traces(run_dir), providers=config.providers)
+    # A run folder is <base>/runs/<id>: its examples' toolset_ref sidecars live in <base>/toolsets.
+    scores = evaluate_run(examples, calls, config.evaluators, timelines=load_traces(run_dir), providers=config.providers,
+                          base=run_dir.parent.parent)
     atomic_write_jsonl(run_dir / "scores.jsonl", (s.model_dump(mode="json") for s in
                                                   tracked(scores, len(scores), "write scores")))
     floors = {(ev.type_name, ev.name): ev.severity_floor for ev in build_evaluators(config.evaluators)}
@@ -200,6 +202,11 @@ class PreparedReplay:
     def run(self) -> RunResult:
         """Replay the examples through both models (:func:`evalshift_core.run`)."""
         return run(self.examples, source=self.source, target=self.target, base=self.base, options=self.options)
+
+    def dry_run(self) -> DryRun:
+        """What :meth:`run` would send, planned and priced with nothing sent or written
+        (:func:`evalshift_core.dry_run`)."""
+        return dry_run(self.examples, source=self.source, target=self.target, base=self.base, options=self.options)
 
     def compare(self) -> Comparison:
         """Replay, then score, analyse and report; a side that never answered is a ReplayError."""

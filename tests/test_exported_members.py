@@ -6,12 +6,12 @@ import evalshift_core
 import evalshift_sdk
 
 CORE = {
-    "DEMO_SCRIPTS", "Analysis", "Call", "Capture", "Comparison", "ComparisonResult", "Config", "ConfigError",
+    "DEMO_SCRIPTS", "Analysis", "Call", "Capture", "Comparison", "ComparisonResult", "Config", "ConfigError", "DryRun",
     "EvalShiftError", "Example", "ExpectedToolCall", "FixtureResult", "InputError", "LABELS",
     "MigrationPolicy", "Promotion", "Regression", "ReplayError", "RunNotFoundError", "RunResult",
     "ScoreRecord", "Simulator", "SyncResult", "TextEvaluator", "Tool", "ToolCall", "ToolEvaluator", "ToolTrace",
     "Toolset",
-    "UnknownToolsetError", "analyze", "build_report", "compare", "evaluate", "evaluate_and_report",
+    "UnknownToolsetError", "analyze", "build_report", "compare", "dry_run", "evaluate", "evaluate_and_report",
     "evaluate_pair", "evaluate_run", "evaluator", "import_traces", "load_analysis", "load_captures", "load_config",
     "load_run", "load_suite", "open_report", "promote", "promote_capture", "promote_files",
     "render_html", "render_run_report", "resolve_tools", "run", "save_suite", "sync", "write_report",

@@ -190,7 +190,8 @@ def _label_clauses(labels: Mapping[str, Any], n: int | None, *, tools_said: bool
         fields = dict(_get(info, "by_field") or {})
         if fields:
             where, k = next(iter(fields.items()))
-            text = f"changed {where} on {k}{of} examples ({label})"
+            verb = "sent {} against its schema" if label == "ARGUMENT_SCHEMA_VIOLATION" else "changed {}"
+            text = f"{verb.format(where)} on {k}{of} examples ({label})"
             out.append((text, f"it {text}"))
         elif _get(info, "by_tool"):
             out.extend((f"has {k} {label} on {tool}", f"{k} {label} on {tool}")

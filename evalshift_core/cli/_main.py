@@ -31,8 +31,9 @@ EXIT_INCONCLUSIVE = 3
 
 EXIT_CODES_HELP = (
     "\b\nExit codes:\n"
-    "  0  done (a FAIL or INCONCLUSIVE verdict is still 0 without the flags below)\n"
-    "  1  a user error, one line on stderr; also a run in which every call of a side failed\n"
+    "  0  done (a FAIL or INCONCLUSIVE verdict is still 0 without the flags below; --dry-run: planned)\n"
+    "  1  a user error, one line on stderr; also a run in which every call of a side failed, and a\n"
+    "     run --max-cost refuses (estimate above it, or unknown without --allow-unpriced)\n"
     "  2  the verdict is FAIL under --fail-on-regression\n"
     "  3  the verdict is INCONCLUSIVE under --fail-on-inconclusive"
 )
@@ -63,7 +64,8 @@ def _config(path: str | None) -> Any:
 
 
 def _run_options(concurrency: int | None, max_cost: float | None, no_cache: bool,
-                 source_repeats: int | None = None, batch: bool = False, run_id: str | None = None) -> dict[str, Any]:
+                 source_repeats: int | None = None, batch: bool = False, run_id: str | None = None,
+                 allow_unpriced: bool = False) -> dict[str, Any]:
     """The replay options the user set, as :class:`evalshift_core.replay._run.RunOptions` fields."""
     options: dict[str, Any] = {}
     if batch:
@@ -74,6 +76,8 @@ def _run_options(concurrency: int | None, max_cost: float | None, no_cache: bool
         options["concurrency"] = concurrency
     if max_cost is not None:
         options["max_cost"] = max_cost
+    if allow_unpriced:
+        options["allow_unpriced"] = True
     if no_cache:
         options["use_cache"] = False
     if run_id is not None:
@@ -223,6 +227,9 @@ def gate_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def run_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option("--dry-run", is_flag=True,
+                      help="Print the planned calls, estimated tokens and cost per model (online and through "
+                           "batch APIs) and how many the cache would serve; send nothing, write nothing.")(fn)
     fn = click.option("--batch", is_flag=True,
                       help="Replay through the providers' batch APIs: about half the price, results within "
                            "their 24-hour window (default: replay.batch).")(fn)
@@ -232,8 +239,12 @@ def run_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     fn = click.option("--no-cache", is_flag=True,
                       help="Send every request for a fresh sample instead of replaying cached responses "
                            "(the cache is still updated).")(fn)
+    fn = click.option("--allow-unpriced", is_flag=True,
+                      help="With --max-cost: start although a model has no price (its cost is unknown), "
+                           "holding only the priced calls to the cap.")(fn)
     fn = click.option("--max-cost", type=float, default=None, metavar="USD",
-                      help="Refuse to start when the estimated cost is above this.")(fn)
+                      help="Refuse to start when the estimated cost is above this, or unknown (a model "
+                           "without a price) unless --allow-unpriced.")(fn)
     fn = click.option("--concurrency", type=click.IntRange(min=1), default=None, metavar="N",
                       help="Model calls in flight at once.")(fn)
     return click.option("--run-id", default=None, callback=_safe_run_id,
@@ -298,6 +309,8 @@ def capture() -> None:
 
 
 def _capture_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option("--verbose", "-v", is_flag=True,
+                      help="Also print the per-example lines a summary warning stands for.")(fn)
     fn = click.option("--names-only", is_flag=True, help="Expectations keep tool names, drop arguments.")(fn)
     fn = click.option("--rounds", type=click.Choice(["first", "all"]), default="first", show_default=True,
                       help="first: single-shot replay; all: teacher-forced multi-round replay.")(fn)
@@ -312,12 +325,20 @@ def _sync_payload(result: Any) -> dict[str, Any]:
         "added": getattr(result, "added", 0),
         "unchanged": getattr(result, "unchanged", 0),
         "warnings": list(getattr(result, "warnings", [])),
+        "unrecognised_spans": getattr(result, "unrecognised", 0),
+        "unrecognised_line": result.unrecognised_line() if hasattr(result, "unrecognised_line") else None,
+        "details": list(getattr(result, "details", [])),
     }
 
 
-def _print_sync(payload: Mapping[str, Any], as_json: bool) -> None:
+def _print_sync(payload: Mapping[str, Any], as_json: bool, verbose: bool = False) -> None:
     for warning in payload["warnings"]:
         progress(f"warning: {_one_line(warning)}")
+    if verbose:
+        for detail in payload["details"]:
+            progress(f"  {_one_line(detail)}")
+    if payload.get("unrecognised_line"):
+        progress(f"warning: {payload['unrecognised_line']}")
     if as_json:
         emit_json(payload)
         return
@@ -331,7 +352,7 @@ def _print_sync(payload: Mapping[str, Any], as_json: bool) -> None:
 @_capture_options
 @json_option
 def capture_sync(capture_dir: str | None, base: str, suite_name: str | None, rounds: str, names_only: bool,
-                 as_json: bool) -> None:
+                 verbose: bool, as_json: bool) -> None:
     """Promote every capture into the golden suite (idempotent: a second sync changes nothing).
 
     CAPTURE_DIR defaults to $EVALSHIFT_CAPTURE_DIR, else .evalshift/captures.
@@ -348,7 +369,7 @@ def capture_sync(capture_dir: str | None, base: str, suite_name: str | None, rou
         raise InputError(f"no captures at {directory}: run your agent with EVALSHIFT_CAPTURE=1 first")
     progress(f"syncing captures from {directory} ...")
     result = sync(directory, base=base, suite_name=suite_name, rounds=rounds, names_only=names_only)  # type: ignore[arg-type]
-    _print_sync(_sync_payload(result), as_json)
+    _print_sync(_sync_payload(result), as_json, verbose)
 
 
 @capture.command("promote", context_settings=CONTEXT)
@@ -356,7 +377,7 @@ def capture_sync(capture_dir: str | None, base: str, suite_name: str | None, rou
 @_capture_options
 @json_option
 def capture_promote(files: tuple[str, ...], base: str, suite_name: str | None, rounds: str, names_only: bool,
-                    as_json: bool) -> None:
+                    verbose: bool, as_json: bool) -> None:
     """Promote the captures in the given capture files only.
 
     \b
@@ -371,7 +392,7 @@ def capture_promote(files: tuple[str, ...], base: str, suite_name: str | None, r
     progress(f"promoting {len(files)} capture file(s) ...")
     result = promote_files([Path(f) for f in files], base=base, suite_name=suite_name, rounds=rounds,  # type: ignore[arg-type]
                            names_only=names_only)
-    _print_sync(_sync_payload(result), as_json)
+    _print_sync(_sync_payload(result), as_json, verbose)
 
 
 @cli.command(context_settings=CONTEXT)
@@ -390,14 +411,15 @@ def capture_promote(files: tuple[str, ...], base: str, suite_name: str | None, r
 @json_option
 def run(suite_name: str | None, suite_file: str | None, source: str | None, target: str | None,
         resume_id: str | None, status_id: str | None, run_id: str | None, concurrency: int | None,
-        max_cost: float | None, no_cache: bool, source_repeats: int | None, batch: bool, config_path: str | None,
-        base: str, as_json: bool) -> None:
+        max_cost: float | None, no_cache: bool, source_repeats: int | None, batch: bool, dry_run: bool,
+        allow_unpriced: bool, config_path: str | None, base: str, as_json: bool) -> None:
     """Replay a suite through the source and the target model (writes raw.jsonl).
 
     \b
     Example:
       evalshift run --suite-name support --from openai:gpt-4o --to openai:gpt-4.1-mini
       evalshift run --suite-name support --to openai:gpt-4.1-mini --batch   # half price, within 24 h
+      evalshift run --suite-name support --to openai:gpt-4.1-mini --dry-run # calls and cost, nothing sent
       evalshift run --status <run-id>  # progress of a (batch) run
       evalshift run --resume <run-id>  # finish an interrupted run
       evalshift evaluate <run-id>      # then score it
@@ -411,7 +433,11 @@ def run(suite_name: str | None, suite_file: str | None, source: str | None, targ
         return
     replay = prepare_replay(suite_name=suite_name, suite_file=suite_file, resume=resume_id, source=source, target=target,
                             config=cfg, out_dir=base, on_bad_line=_warn_bad_line,
-                            run_options=_run_options(concurrency, max_cost, no_cache, source_repeats, batch, run_id))
+                            run_options=_run_options(concurrency, max_cost, no_cache, source_repeats, batch, run_id,
+                                                     allow_unpriced))
+    if dry_run:
+        _print_dry_run(replay, as_json)
+        return
     progress(f"replaying {len(replay.examples)} examples of {replay.suite_name}: {replay.source} -> {replay.target} ...")
     result = replay.run()
     warn_failed_calls(result.calls)
@@ -431,6 +457,18 @@ def run(suite_name: str | None, suite_file: str | None, source: str | None, targ
         click.echo(f"replayed {payload['examples']} examples{how} ({payload['errors']} failed calls"
                    f"{'; ' + cached if cached else ''})")
         click.echo(f"Run id: {result.run_id}")
+
+
+def _print_dry_run(replay: Any, as_json: bool) -> None:
+    """``--dry-run``: the plan and its cost on stdout; nothing sent, nothing written."""
+    planned = replay.dry_run()
+    if as_json:
+        emit_json({"examples": len(replay.examples), "suite": replay.suite_name, "source": replay.source,
+                   "target": replay.target, **planned.as_dict()})
+        return
+    click.echo(f"{len(replay.examples)} examples of {replay.suite_name}: {replay.source} -> {replay.target}")
+    for line in planned.lines():
+        click.echo(line)
 
 
 def _print_status(base: str, run_id: str, cfg: Any, as_json: bool) -> None:
@@ -484,8 +522,8 @@ def evaluate(run_id: str, config_path: str | None, base: str, fail_on_regression
 @json_option
 def compare(suite_name: str | None, suite_file: str | None, target: str | None, source: str | None,
             open_report: bool, run_id: str | None, concurrency: int | None, max_cost: float | None,
-            no_cache: bool, source_repeats: int | None, batch: bool, config_path: str | None, base: str,
-            fail_on_regression: bool, fail_on_inconclusive: bool, junit: str | None, as_json: bool) -> None:
+            no_cache: bool, source_repeats: int | None, batch: bool, dry_run: bool, allow_unpriced: bool,
+            config_path: str | None, base: str, fail_on_regression: bool, fail_on_inconclusive: bool, junit: str | None, as_json: bool) -> None:
     """Run + evaluate + analyse + report: is the candidate safe to ship?
 
     \b
@@ -494,13 +532,18 @@ def compare(suite_name: str | None, suite_file: str | None, target: str | None, 
       evalshift compare --suite-name support --to claude-sonnet-4-6 --fail-on-regression --junit out.xml
       evalshift compare --suite-name support --to openai:gpt-4.1-mini --no-cache   # fresh samples
       evalshift compare --suite-name support --to openai:gpt-4.1-mini --batch      # at batch prices
+      evalshift compare --suite-name support --to openai:gpt-4.1-mini --dry-run    # calls and cost only
     """
     from .._compare import prepare_replay
 
     cfg = _config(config_path)
     replay = prepare_replay(suite_name=suite_name, suite_file=suite_file, source=source, target=target, config=cfg, out_dir=base,
                             on_bad_line=_warn_bad_line,
-                            run_options=_run_options(concurrency, max_cost, no_cache, source_repeats, batch, run_id))
+                            run_options=_run_options(concurrency, max_cost, no_cache, source_repeats, batch, run_id,
+                                                     allow_unpriced))
+    if dry_run:
+        _print_dry_run(replay, as_json)
+        return
     progress(f"comparing {replay.source} -> {replay.target} on {len(replay.examples)} examples of "
              f"{replay.suite_name} ...")
     comparison = replay.compare()
@@ -702,10 +745,13 @@ def simulator(host: str, port: int, scripts_file: str | None, noise: str | None,
               batch_delay: float) -> None:
     """Serve scripted models on the OpenAI wire format until interrupted (Ctrl-C).
 
+    Prints the URL it listens on first, then an OPENAI_BASE_URL=... line to export; with
+    --port 0 that is the free port the system picked.
+
     \b
     Example:
-      evalshift simulator --port 8765 &
-      export OPENAI_BASE_URL=http://127.0.0.1:8765/v1 OPENAI_API_KEY=sk-sim
+      evalshift simulator --port 0 > simulator.out &
+      export "$(grep '^OPENAI_BASE_URL=' simulator.out)" OPENAI_API_KEY=sk-sim
     """
     import signal
     import threading

@@ -135,7 +135,8 @@ class Config(BaseModel):
     migration_policy: MigrationPolicy = Field(default_factory=MigrationPolicy)
     """The budget the target must stay within to pass."""
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    """Per-provider client settings, e.g. ``openai: {base_url: ..., api_key: ...}``."""
+    """Client settings by provider (``openai``) or by model (``openai:my-model``), e.g.
+    ``openai: {base_url: ..., api_key_env: ...}``; a model's entry goes over its provider's."""
     replay: Replay = Field(default_factory=Replay)
     """How the suite is replayed (``source_repeats``, ``batch``)."""
     _tools_dir: Path | None = PrivateAttr(default=None)
@@ -155,13 +156,19 @@ class Config(BaseModel):
             raise ValueError("version must be 1")
         return value
 
-    @field_validator("providers")
+    @field_validator("providers", mode="before")
     @classmethod
-    def _known_providers(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        for name in value:
-            if name not in PROVIDER_NAMES:
-                raise ValueError(f"unknown provider {name!r}{_did_you_mean(name, PROVIDER_NAMES)}")
-        return value
+    def _known_providers(cls, value: Any) -> Any:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            return value  # pydantic says it must be a mapping
+        for name, entry in value.items():
+            problem = provider_entry_problem(name, entry)
+            if problem is not None:
+                where, message = problem
+                raise ValueError(f"{name}.{'.'.join(where)}: {message}" if where else message)
+        return {name: dict(entry or {}) for name, entry in value.items()}
 
     @field_validator("evaluators", mode="before")
     @classmethod
@@ -198,6 +205,74 @@ class Config(BaseModel):
         """The user-message template replayed for examples of ``prompt_id``."""
         p = self.prompt(prompt_id)
         return p.content if p is not None else "{input}"
+
+
+# -- providers: entries --------------------------------------------------------------------------
+
+_PROVIDER_OPTIONS: dict[str, str] = {
+    "base_url": "a string",
+    "api_key": "a string",
+    "api_key_env": "a string",
+    "headers": "a mapping of names to strings",
+    "rpm": "a number above 0",
+    "concurrency": "a whole number of at least 1",
+    "max_concurrency": "a whole number of at least 1",
+    "timeout": "a number above 0",
+    "api": "'chat' or 'responses'",
+}
+
+
+def _provider_option_ok(key: str, value: Any) -> bool:
+    if key in ("base_url", "api_key", "api_key_env"):
+        return isinstance(value, str) and bool(value)
+    if key == "headers":
+        return isinstance(value, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+    if key in ("rpm", "timeout"):
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+    if key in ("concurrency", "max_concurrency"):
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    if key == "api":
+        return value in ("chat", "responses")
+    return True
+
+
+def provider_entry_problem(name: Any, entry: Any) -> tuple[list[str], str] | None:
+    """What is wrong with one ``providers:`` entry, as (keys below ``providers.NAME``, message).
+
+    ``name`` is a provider (``openai``) or one model of it (``openai:my-model``); the entry holds
+    the settings in ``_PROVIDER_OPTIONS``. None when the entry is valid.
+    """
+    provider, sep, model = str(name).partition(":")
+    if provider not in PROVIDER_NAMES:
+        return [], f"unknown provider {provider!r}{_did_you_mean(provider, PROVIDER_NAMES)}" + (
+            "; write a model as provider:NAME (openai:NAME, anthropic:NAME or gemini:NAME)" if sep else "")
+    if sep and not model:
+        return [], f"{name!r} names a provider but no model; write {provider}:NAME"
+    if entry is None:
+        return None
+    if not isinstance(entry, Mapping):
+        return [], f"must be a mapping of settings ({', '.join(_PROVIDER_OPTIONS)})"
+    for key, value in entry.items():
+        if key not in _PROVIDER_OPTIONS:
+            return [str(key)], (f"unknown provider setting {key!r}{_did_you_mean(str(key), list(_PROVIDER_OPTIONS))}"
+                                f" (known: {', '.join(_PROVIDER_OPTIONS)})")
+        if key == "api" and provider != "openai":
+            return [str(key)], "only openai entries take 'api' (chat or responses)"
+        if not _provider_option_ok(str(key), value):
+            return [str(key)], f"must be {_PROVIDER_OPTIONS[str(key)]}, not {_type_name(value)}"
+    return None
+
+
+def _check_providers(providers: Any, *, file: str, root: Any) -> None:
+    """Each ``providers:`` entry's key and settings, an error pointed at the line of the culprit."""
+    if not isinstance(providers, Mapping):
+        return  # the model's own validation says what the whole block must be
+    for name, entry in providers.items():
+        problem = provider_entry_problem(name, entry)
+        if problem is not None:
+            where, message = problem
+            loc = ["providers", name, *where]
+            raise ConfigError(message, file=file, line=_line_of(root, loc), field=_format_loc(loc))
 
 
 def _did_you_mean(word: str, choices: Sequence[str]) -> str:
@@ -334,6 +409,8 @@ def option_type_problem(type_name: str, key: str, value: Any) -> str | None:
 
 
 def _type_name(value: Any) -> str:
+    if value is None:
+        return "empty"
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, (int, float)):
@@ -370,6 +447,7 @@ def parse_config(text: str, *, file: str = CONFIG_FILE, tools_dir: str | os.Path
         raise ConfigError("the top level must be a mapping (version, prompts, defaults, evaluators)", file=file,
                           line=1)
     _check_evaluator_types(data.get("evaluators"), file=file, root=root)
+    _check_providers(data.get("providers"), file=file, root=root)
     try:
         config = Config.model_validate(data)
     except ValidationError as exc:

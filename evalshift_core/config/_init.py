@@ -52,9 +52,19 @@ evaluators:
       divergence: set               # target vs source, Jaccard on names
       severity_floor: high          # a regression here is never filed below high
 
-  # Optional — enable as needed:
+  # Optional — same tools, different argument values? Uncomment to score each call's arguments.
+  # `against: expected` scores both sides against the arguments recorded in the captures
+  # (expected_tools[].arguments): correctness, not drift. Use it when the suite came from
+  # captures, as here; without it the target is scored against the source, whose own score is
+  # pinned at 1.0 however wrong it is. A field present on one side only scores 0.5;
+  # `optional_fields_scored: strict` makes it 0. `numeric_tolerance` is the relative error at
+  # which a `numeric` field scores 0 (`fields: {{amount_usd: numeric}}` picks a field's strategy).
   # tool_arguments:
   #   - name: routing_args
+  #     against: expected             # each side vs the recorded arguments (seed 000)
+  #     numeric_tolerance: 0.05       # default 0.05 (5 %)
+
+  # Optional — the shape of the loop: call counts, parallel calls, refusals.
   # tool_trace_structure:
   #   - name: routing_structure
 
@@ -73,11 +83,17 @@ evaluators:
 #   source_repeats: 2
 #   batch: true
 
-# Optional — provider client settings; environment variables (OPENAI_BASE_URL,
-# ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL, *_API_KEY) work as well:
+# Optional — how each model is reached; environment variables (OPENAI_BASE_URL,
+# ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL, *_API_KEY) work as well. A key is a provider
+# (openai, anthropic, gemini) or one model of it ("openai:NAME"), whose entry goes over the
+# provider's: here one model is served by a local OpenAI-compatible server (vLLM, Ollama).
+# Each entry takes base_url, api_key or api_key_env, headers, rpm, concurrency, timeout.
 # providers:
 #   openai:
-#     base_url: http://127.0.0.1:8765/v1
+#     api_key_env: OPENAI_API_KEY     # the variable holding the key
+#     rpm: 500                        # requests per minute
+#   "openai:my-local-model":
+#     base_url: http://127.0.0.1:8000/v1   # vLLM; Ollama is http://127.0.0.1:11434/v1
 """
 
 

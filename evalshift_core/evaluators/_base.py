@@ -16,7 +16,7 @@ from functools import wraps
 from operator import attrgetter
 from typing import Any, ClassVar, Literal
 
-from .._models import Example, ToolCall, ToolTrace
+from .._models import Example, Tool, ToolCall, ToolTrace
 from ._records import SEVERITIES, ScoreRecord
 from ._speed import new_record
 from ._text import answer_text, is_empty, skipped_metadata
@@ -186,7 +186,7 @@ class Pair:
     evaluator. Names are tuples (compared without building lists); records get list copies.
     """
 
-    __slots__ = ("example", "source", "target", "timelines", "single_shot", "source_calls", "target_calls",
+    __slots__ = ("example", "source", "target", "timelines", "tools", "single_shot", "source_calls", "target_calls",
                  "source_names", "target_names", "_same_calls", "_matches", "_arguments_equal", "_expected_names")
 
     def __init__(
@@ -195,11 +195,15 @@ class Pair:
         source: ToolTrace,
         target: ToolTrace,
         timelines: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None,
+        tools: list[Tool] | None = None,
     ) -> None:
         self.example = example
         self.source = source
         self.target = target
         self.timelines = timelines
+        self.tools = example.tools if tools is None else tools
+        """The toolset offered to both sides: the example's inline ``tools`` or its resolved
+        ``toolset_ref`` sidecar; None when it is not known (a sidecar that was not found)."""
         self.single_shot = source.round_count is None and target.round_count is None
         """Neither side was replayed round by round: every call is round 1."""
         self.source_calls: list[ToolCall] = source.calls

@@ -170,21 +170,21 @@ def _calibrated(evaluator: Evaluator, record: ScoreRecord, pair: Pair, samples: 
         if samples.baseline_timeline is not None:
             kind = IMPORTED
             target_records = [record]
-            twin = Pair(example, pair.source, pair.source, (pair.timelines[0], samples.baseline_timeline))
+            twin = Pair(example, pair.source, pair.source, (pair.timelines[0], samples.baseline_timeline), pair.tools)
             twin_records = [_side(evaluator.score_pair(twin), side)]
     elif (unfit := recording_unfit(example, evaluator, samples.source_model)) is None:
         reference = samples.recording(example)
         if reference is not None:
             kind = RECORDING
-            target_records = [_side(evaluator.score_pair(Pair(example, reference, pair.target)), side)]
-            twin_records = [_side(evaluator.score_pair(Pair(example, reference, pair.source)), side)]
+            target_records = [_side(evaluator.score_pair(Pair(example, reference, pair.target, tools=pair.tools)), side)]
+            twin_records = [_side(evaluator.score_pair(Pair(example, reference, pair.source, tools=pair.tools)), side)]
     if kind == UNCALIBRATED and len(samples.repeats) >= 2 and not (pair.timelines and evaluator.reads_timelines):
         kind = SOURCE_REPEATS
         *references, twin_trace = samples.repeats
         # The first reference is the pair's own source: its target record is ``record`` itself.
-        target_records = [record] + [_side(evaluator.score_pair(Pair(example, r, pair.target)), side)
+        target_records = [record] + [_side(evaluator.score_pair(Pair(example, r, pair.target, tools=pair.tools)), side)
                                      for r in references[1:]]
-        twin_records = [_side(evaluator.score_pair(Pair(example, r, twin_trace)), side) for r in references]
+        twin_records = [_side(evaluator.score_pair(Pair(example, r, twin_trace, tools=pair.tools)), side) for r in references]
     if kind == UNCALIBRATED:
         metadata = dict(record.metadata)
         metadata["baseline"] = {"kind": UNCALIBRATED}

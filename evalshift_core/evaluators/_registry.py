@@ -15,7 +15,7 @@ from importlib import metadata
 from typing import Any, TypeVar, overload
 
 from .._exceptions import ConfigError
-from .._models import Call, Example, ToolTrace
+from .._models import Call, Example, Tool, ToolTrace
 from ._base import Evaluator, Pair
 from ._calibration import Samples, calibrate
 from ._records import ScoreRecord
@@ -160,9 +160,9 @@ def build_evaluators(
         seen.add(key)
         ev.bind(built)
         if providers and isinstance(ev, LLMJudge):
-            from ..replay._routing import route
+            from ..replay._routing import route, settings_for
 
-            ev.configure_provider(dict(providers.get(route(ev.model).provider) or {}))
+            ev.configure_provider(settings_for(route(ev.model), providers)[1])  # model entry over provider
     return built
 
 
@@ -304,6 +304,7 @@ def evaluate_run(
     timelines: Mapping[tuple[str, str], Timeline] | None = None,
     providers: Mapping[str, Mapping[str, Any]] | None = None,
     progress: bool | None = None,
+    base: str | os.PathLike[str] | None = None,
 ) -> list[ScoreRecord]:
     """Score every example whose source and target calls both succeeded.
 
@@ -313,14 +314,40 @@ def evaluate_run(
     which ``agent_trace`` scores. ``calls`` may come in any order; the order ``run`` returns them
     in is read without an index. Drift comparisons are calibrated against the example's A/A
     baseline (:mod:`._calibration`): its recording, the source's repeats, or an imported baseline.
+    ``base`` (the folder holding ``toolsets/``) resolves the examples' ``toolset_ref`` sidecars,
+    so ``tool_arguments`` can check target calls against the offered schemas; inline ``tools``
+    need no base, and an unresolved sidecar only leaves that check out.
     """
     built = build_evaluators(evaluators, providers=providers) if evaluators is None or isinstance(evaluators, Mapping) else _resolve(evaluators)
+    offered = _sidecars(base) if base is not None else None
     with _progress(len(examples), progress) as bar, cyclic_gc_paused():
         try:
-            return _score_rows(_rows_in_order(examples, calls), built, timelines, bar)
+            return _score_rows(_rows_in_order(examples, calls), built, timelines, bar, offered)
         except _OutOfOrder:
             bar.reset()
-            return _score_rows(_rows_by_lookup(examples, calls), built, timelines, bar)
+            return _score_rows(_rows_by_lookup(examples, calls), built, timelines, bar, offered)
+
+
+def _sidecars(base: str | os.PathLike[str]) -> Callable[[Example], list[Tool] | None]:
+    """The toolset an example's ``toolset_ref`` points at under ``base``, read once per ref
+    (None when there is no ref or its sidecar is missing or unreadable)."""
+    from .._exceptions import EvalShiftError
+    from ..store._suites import resolve_tools
+
+    found: dict[str, list[Tool] | None] = {}
+
+    def offered(example: Example) -> list[Tool] | None:
+        ref = example.toolset_ref
+        if ref is None:
+            return None
+        if ref not in found:
+            try:
+                found[ref] = resolve_tools(example, base)
+            except (EvalShiftError, OSError):
+                found[ref] = None
+        return found[ref]
+
+    return offered
 
 
 def _score_rows(
@@ -328,6 +355,7 @@ def _score_rows(
     evaluators: list[Evaluator],
     timelines: Mapping[tuple[str, str], Timeline] | None,
     bar: Any,
+    offered: Callable[[Example], list[Tool] | None] | None = None,
 ) -> list[ScoreRecord]:
     records: list[ScoreRecord] = []
     extend = records.extend
@@ -346,7 +374,8 @@ def _score_rows(
             if s_events is not None or t_events is not None:
                 pair_timelines = (s_events or [], t_events or [])
             baseline_timeline = timelines.get((example.id, "baseline"))
-        pair = Pair(example, src, tgt, pair_timelines)
+        tools = offered(example) if offered is not None and example.tools is None else None
+        pair = Pair(example, src, tgt, pair_timelines, tools)
         repeats = [src]
         for row in extra:
             trace = _trace(row)
@@ -380,6 +409,6 @@ def evaluate(
     _manifest, examples, calls = load_run(base, run_id)
     run_dir = run_dir_for(base, run_id)
     scores = evaluate_run(examples, calls, evaluators_config, timelines=load_traces(run_dir),
-                          providers=providers, progress=progress)
+                          providers=providers, progress=progress, base=base)
     atomic_write_jsonl(run_dir / "scores.jsonl", (s.model_dump(mode="json") for s in scores))
     return scores

@@ -26,6 +26,9 @@ from ._base import (
     replayed_rounds,
     round_calls,
 )
+from ._schemas import ARGUMENT_SCHEMA_VIOLATION, SchemaCheck
+
+__all__ = ["ARGUMENT_SCHEMA_VIOLATION", "ToolArguments", "with_schema_violations"]
 
 STRATEGIES = ("exact", "subset", "numeric", "semantic")
 NO_MATCHED_CALLS = "no matched calls between source and target"
@@ -78,6 +81,39 @@ def _as_text(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
+def with_schema_violations(record: ScoreRecord, found: list[dict[str, Any]]) -> ScoreRecord:
+    """``record`` with the target's schema violations: the label, and one field entry each (in
+    its round's entry on a multi-round record, where the report and attribution read them).
+
+    A skipped record stays as it is: it measured nothing to attach a finding to.
+    """
+    if record.skipped:
+        return record
+    metadata = dict(record.metadata)
+    rest = found
+    rounds = metadata.get("rounds")
+    if isinstance(rounds, list) and rounds:
+        by_round: dict[Any, list[dict[str, Any]]] = {}
+        for entry in found:
+            by_round.setdefault(entry.get("round"), []).append(entry)
+        new_rounds = []
+        for r in rounds:
+            if isinstance(r, dict) and r.get("round") in by_round:
+                r = dict(r)
+                r["fields"] = list(r.get("fields") or []) + by_round.pop(r["round"])
+            new_rounds.append(r)
+        metadata["rounds"] = new_rounds
+        rest = [e for entries in by_round.values() for e in entries]
+    if rest:
+        metadata["fields"] = list(metadata.get("fields") or []) + rest
+    tools = list(metadata.get("tools") or [])
+    metadata["tools"] = tools + [t for t in dict.fromkeys(e["tool"] for e in found) if t not in tools]
+    labels = list(record.labels)
+    if ARGUMENT_SCHEMA_VIOLATION not in labels:
+        labels.append(ARGUMENT_SCHEMA_VIOLATION)
+    return record.model_copy(update={"labels": labels, "metadata": metadata})
+
+
 class ToolArguments(ToolEvaluator):
     """Per-field argument scores on matched calls; drift (default) or ``against: expected``."""
 
@@ -110,6 +146,7 @@ class ToolArguments(ToolEvaluator):
                 raise ValueError(f"fields.{key}: unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
         self.strategies: dict[str, str] = {str(k): str(v) for k, v in fields.items()}
         self._semantic: Any = None
+        self._schemas = SchemaCheck()
 
     def compares_to_source(self, side: str | None) -> bool:
         return self.against == "source"
@@ -234,8 +271,16 @@ class ToolArguments(ToolEvaluator):
         if self.against == "source" and pair.single_shot and (
                 self.matching == "greedy" or pair.same_calls or pair.names_unique):
             # With no tool called twice on either side, optimal matching pairs what greedy does.
-            return [self._score_drift_single_shot(pair)]
-        return self._score_general(pair)
+            records = [self._score_drift_single_shot(pair)]
+        else:
+            records = self._score_general(pair)
+        tools = pair.tools
+        if tools and pair.target_calls:
+            found = self._schemas.violations(tools, pair.example.toolset_ref, pair.target_calls,
+                                             rounds=not pair.single_shot)
+            if found:
+                return [with_schema_violations(r, found) for r in records]
+        return records
 
     def _score_general(self, pair: Pair) -> list[ScoreRecord]:
         """Round by round on the plain traces: what the single-shot path shortcuts (tests compare)."""

@@ -4,7 +4,8 @@ Reads what ``evalshift_sdk`` writes and what an OpenTelemetry Collector's file e
 (plain or gzip, hex or base64 ids), streaming: a turn is emitted as soon as its root span ends.
 The steps, one module each: ``_files`` reads the capture files' new whole lines in rotation
 order, ``_otlp`` decodes their spans, ``_turns`` groups spans into turns, and this module
-builds a turn's capture (``_genai`` reads other instrumentations' GenAI spans).
+builds a turn's capture (``_genai`` reads other instrumentations' GenAI spans, ``_openinference``
+their OpenInference spans).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from evalshift_sdk import schema as A
 
 from ..store._paths import toolset_ref_problem
 from . import _genai as genai
+from . import _openinference as oi
 from ._files import FilePosition, Warn, capture_files, read_spans
 from ._otlp import Span, json_attr
 from ._turns import TurnAssembler
@@ -192,6 +194,11 @@ def build_capture(spans: list[Span], *, all_messages: bool = True) -> Capture | 
             model_spans.append((s.start, s))
         elif op == A.OP_EXECUTE_TOOL:
             tool_spans.append(s)
+        elif op is None and (kind := oi.kind(s)) is not None:
+            if kind == oi.KIND_LLM:
+                model_spans.append((s.start, s))
+            elif kind == oi.KIND_TOOL:
+                tool_spans.append(s)
     if not model_spans:
         return None
     model_spans.sort(key=lambda t: t[0])
@@ -209,7 +216,8 @@ def build_capture(spans: list[Span], *, all_messages: bool = True) -> Capture | 
             if not decode:
                 raw_messages[i] = s.attrs.get(A.INPUT_MESSAGES)
         else:
-            event, tools, missing = genai.model_call_event(s, i)
+            dialect = oi if s.attrs.get(A.OPERATION) is None and oi.kind(s) == oi.KIND_LLM else genai
+            event, tools, missing = dialect.model_call_event(s, i)
             if tools is not None and event.get("toolset_ref"):
                 toolsets[event["toolset_ref"]] = tools
             for note in missing:
@@ -217,7 +225,7 @@ def build_capture(spans: list[Span], *, all_messages: bool = True) -> Capture | 
                     notes.append(note)
         timeline.append((start, 0, i, event))
     for j, s in enumerate(tool_spans):
-        call, result = _tool_events(s)
+        call, result = oi.tool_events(s) if s.attrs.get(A.OPERATION) is None else _tool_events(s)
         timeline.append((s.start, 1, j, call))
         timeline.append((s.end, 2, j, result))
     timeline.sort(key=lambda t: (t[0], t[1], t[2]))
@@ -225,7 +233,7 @@ def build_capture(spans: list[Span], *, all_messages: bool = True) -> Capture | 
     tags = ra.get(A.TAGS) or []
     prompt_id = ra.get(A.PROMPT_ID)
     if prompt_id is None and root.scope != A.SCOPE_NAME:
-        prompt_id = ra.get(A.AGENT_NAME)
+        prompt_id = ra.get(A.AGENT_NAME) or ra.get("agent.name")
     if prompt_id is not None:
         prompt_id = str(prompt_id)
     return Capture(

@@ -69,6 +69,11 @@ def _fixture(name: str, result: Any, error: Any, call_id: Any) -> dict[str, Any]
     return out
 
 
+LATER_ROUNDS_NOT_REPLAYED = "--rounds first replays round 1 only; later calls not replayed: "
+"""How the warning on a multi-round capture promoted single-shot begins, after the example id
+(``capture sync`` sums these up into one line)."""
+
+
 def _names(calls: list[dict[str, Any]]) -> str:
     return ", ".join(c["tool_name"] for c in calls)
 
@@ -409,7 +414,7 @@ def promote_example(
         later = [f"round {j + 1}: {_names(recorded[j])}" for j in range(1, len(recorded)) if recorded[j]]
         if later:
             warnings.append(
-                f"{example_id}: --rounds first replays round 1 only; later calls not replayed: {'; '.join(later)}"
+                f"{example_id}: {LATER_ROUNDS_NOT_REPLAYED}{'; '.join(later)}"
             )
 
     # The example: the fields it sets, in Example's field order (what save_suite writes).

@@ -1,7 +1,10 @@
 """``capture sync`` and ``capture promote``: captures in, golden suites out, idempotently.
 
 ``sync`` is incremental: ``<base>/sync-state.json`` keeps how far each capture file was read and
-the spans of turns whose root has not ended yet, so each sync reads only what is new.
+the spans of turns whose root has not ended yet, so each sync reads only what is new. It keeps
+them per set of options (suite name, rounds, names-only): a sync with options not used before
+reads every capture file still on disk again, so its suite gets every turn, while a repeated sync
+with the same options reads nothing twice.
 """
 
 from __future__ import annotations
@@ -30,15 +33,18 @@ from ..ingest._turns import TurnAssembler
 from ..store._lock import file_lock
 from ..store._paths import check_name, is_safe_name, name_problem, toolset_filename, under
 from ..store._suites import DEFAULT_BASE, read_sidecar, suite_path, toolset_path, write_toolset
-from ._examples import RoundsMode, promote_example
+from ._examples import LATER_ROUNDS_NOT_REPLAYED, RoundsMode, promote_example
 
 STATE_FILE = "sync-state.json"
 LOCK_FILE = ".sync.lock"
-STATE_VERSION = 1
+STATE_VERSION = 2
+MAX_PROFILES = 64
+"""Option sets the state remembers (the most recently used): one per suite name in practice."""
 MAX_WARNINGS = 1000
 MAX_QUARANTINED = 10_000
 _HEAD_BYTES = 4096
 STALE_TURN_NS = 3600 * 10**9
+_NAMED_TOOLS = 5
 
 
 @dataclass
@@ -58,6 +64,11 @@ class SyncResult:
     line says how many, so a sync of a million turns stays bounded in memory."""
     warnings_dropped: int = 0
     """Warnings beyond ``MAX_WARNINGS``, counted but not kept."""
+    details: list[str] = field(default_factory=list)
+    """Per-example warnings of a kind summed up in one line of ``warnings`` (the later rounds
+    ``--rounds first`` does not replay, per example), at most ``MAX_WARNINGS``."""
+    later_rounds: int = 0
+    """Examples with later rounds that ``rounds="first"`` does not replay."""
     quarantined: int = 0
     """Turns left out for a damaged span, an unsafe prompt id or a value past the limits (each
     named, with its file:line and field, in ``warnings``)."""
@@ -65,6 +76,25 @@ class SyncResult:
     """Turns whose root span has not ended yet, left for the next sync."""
     spans: int = 0
     """Spans read."""
+    unrecognised: int = 0
+    """Spans of complete turns holding no model call of a known dialect (evalshift, GenAI
+    semconv, OpenLLMetry, OpenInference): read, and promoted into nothing."""
+    unrecognised_source: str | None = None
+    """``file:line`` of the first such span."""
+    kept: int = 0
+    """Examples a sync with options new to this state found already in their suite, promoted by
+    an earlier sync with other options, and left as they were (suites merge by example id)."""
+    gone: int = 0
+    """Turns earlier syncs (with other options) promoted from capture files no longer on disk,
+    which a sync with options new to this state cannot promote again."""
+
+    def unrecognised_line(self) -> str | None:
+        """The one line that tells the user about them, or None when every turn had a model call."""
+        if not self.unrecognised:
+            return None
+        plural = "" if self.unrecognised == 1 else "s"
+        return (f"{self.unrecognised} span{plural} recognised as no model call: first at {self.unrecognised_source} "
+                "(no evalshift, GenAI-semconv or OpenInference model-call span in their turn)")
 
 
 class _SuiteWriter:
@@ -139,7 +169,8 @@ class _SuiteWriter:
 class _Promoter:
     """Shared engine of ``sync`` and ``promote_files``: spans -> turns -> examples -> suites."""
 
-    def __init__(self, base: Path, suite_name: str | None, rounds: RoundsMode, names_only: bool) -> None:
+    def __init__(self, base: Path, suite_name: str | None, rounds: RoundsMode, names_only: bool,
+                 command: str = "evalshift capture sync") -> None:
         if rounds not in ("first", "all"):
             raise InputError(f"rounds must be 'first' or 'all', not {rounds!r}", field="rounds")
         self.base = base
@@ -155,6 +186,12 @@ class _Promoter:
         self.newest_end = 0
         self.quarantined: dict[str, str] = {}
         """Traces with a damaged span (trace id -> its file:line), until their turn completes."""
+        self.command = command
+        """How the user ran this, for the fix a summary line suggests."""
+        self.later_tools: dict[str, None] = {}
+        """Tools called in rounds ``rounds="first"`` does not replay, in first-seen order."""
+        self.other_suites: set[str] = set()
+        """Suites fed by earlier syncs with other options (set when these options are new)."""
         if suite_name is not None:
             check_name(suite_name, what="suite name", field="suite_name")
 
@@ -212,6 +249,8 @@ class _Promoter:
         try:
             capture = build_capture(spans, all_messages=False)
             if capture is None:
+                self.result.unrecognised += len(spans)
+                self.result.unrecognised_source = self.result.unrecognised_source or spans[0].source
                 return
             if capture.prompt_id is not None:
                 field = A.PROMPT_ID if A.PROMPT_ID in root.attrs else A.AGENT_NAME
@@ -242,6 +281,17 @@ class _Promoter:
 
     def take(self, capture: Capture, record: dict[str, Any] | None, warnings: list[str], capture_dir: Path) -> None:
         for message in warnings:
+            _, _, text = message.partition(": ")
+            if text.startswith(LATER_ROUNDS_NOT_REPLAYED):
+                # One per multi-round example: summed up in one line at the end, kept as a detail.
+                self.result.later_rounds += 1
+                if len(self.result.details) < MAX_WARNINGS:
+                    self.result.details.append(message)
+                if len(self.later_tools) <= _NAMED_TOOLS:
+                    for part in text.removeprefix(LATER_ROUNDS_NOT_REPLAYED).split("; "):
+                        for tool in part.partition(": ")[2].split(", "):
+                            self.later_tools.setdefault(tool[:80], None)
+                continue
             self.warn(message)
         if record is None:
             return
@@ -257,6 +307,8 @@ class _Promoter:
             self.result.added += 1
         else:
             self.result.unchanged += 1
+            if name in self.other_suites:
+                self.result.kept += 1
         if self.current is not None:
             self.current.examples += 1
             if name not in self.current.suites:
@@ -316,6 +368,19 @@ class _Promoter:
         if stale:
             self.warn(f"{stale} turn(s) held back for over an hour of later captures: their root span "
                       "never arrived (a process that died mid-turn, or a root in another service?)")
+        if self.result.later_rounds:
+            n = self.result.later_rounds
+            tools = list(self.later_tools)
+            named = ", ".join(tools[:_NAMED_TOOLS]) + (", ..." if len(tools) > _NAMED_TOOLS else "")
+            # Said even past MAX_WARNINGS: it stands for every one of those examples.
+            self.result.warnings.append(
+                f"{n} example{' has' if n == 1 else 's have'} later rounds that --rounds first does not replay "
+                f"({named}): run `{self.command} --rounds all --suite-name NAME` to include them")
+        if self.result.kept:
+            names = sorted({n for n in self.result.suites if n in self.other_suites})
+            self.warn(f"{self.result.kept} example(s) already in suite {', '.join(names)} were promoted by an "
+                      "earlier sync with other options and stay as they were (suites merge by example id): "
+                      "add --suite-name NAME to write them with these options into a suite of their own")
         if self.result.warnings_dropped:
             self.result.warnings.append(f"... and {self.result.warnings_dropped} more warnings")
 
@@ -324,11 +389,21 @@ def _is_count(value: Any) -> bool:
     return type(value) is int and 0 <= value < 2**63
 
 
-def _state_problem(state: Any) -> str | None:
-    """What makes a sync state unusable (it is a file anyone can edit), or None."""
-    if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
-        return "not a version-1 state"
-    files = state.get("files", {})
+def _options(suite_name: str | None, rounds: str, names_only: bool) -> dict[str, Any]:
+    """The options a profile of the state was promoted with: what makes two syncs the same."""
+    return {"suite_name": suite_name, "rounds": rounds, "names_only": names_only}
+
+
+def _profile_problem(profile: Any) -> str | None:
+    """What makes one profile of a sync state unusable, or None."""
+    if not isinstance(profile, dict):
+        return ""
+    if not (profile.get("suite_name") is None or is_safe_name(profile.get("suite_name"))) or \
+            profile.get("rounds") not in ("first", "all") or not isinstance(profile.get("names_only"), bool):
+        return "options"
+    if not _is_count(profile.get("gone", 0)):
+        return "gone"
+    files = profile.get("files", {})
     if not isinstance(files, dict):
         return "files"
     for key, entry in files.items():
@@ -340,17 +415,31 @@ def _state_problem(state: Any) -> str | None:
             return f"files[{key!r}]"
         if not isinstance(entry.get("suites", []), list) or not all(map(is_safe_name, entry.get("suites", []))):
             return f"files[{key!r}].suites"
-    suites = state.get("suites", [])
+    suites = profile.get("suites", [])
     if not isinstance(suites, list) or not all(map(is_safe_name, suites)):
         return "suites"
-    pending = state.get("pending", [])
+    pending = profile.get("pending", [])
     if not isinstance(pending, list) or not all(
             isinstance(row, list) and len(row) == 3 and full_span_problem(row[0]) is None
             and isinstance(row[1], str) and isinstance(row[2], str) for row in pending):
         return "pending"
-    quarantined = state.get("quarantined", {})
+    quarantined = profile.get("quarantined", {})
     if not isinstance(quarantined, dict) or not all(isinstance(v, str) for v in quarantined.values()):
         return "quarantined"
+    return None
+
+
+def _state_problem(state: Any) -> str | None:
+    """What makes a sync state unusable (it is a file anyone can edit), or None."""
+    if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
+        return f"not a version-{STATE_VERSION} state"
+    profiles = state.get("profiles", [])
+    if not isinstance(profiles, list) or len(profiles) > MAX_PROFILES:
+        return "profiles"
+    for i, profile in enumerate(profiles):
+        problem = _profile_problem(profile)
+        if problem is not None:
+            return f"profiles[{i}]" + (f".{problem}" if problem else "")
     return None
 
 
@@ -367,14 +456,35 @@ def _load_state(base: Path, warn: Any = None) -> dict[str, Any] | None:
         return None
     problem = _state_problem(state)
     if problem is not None:
+        # A state of another version (an older EvalShift's) is read again silently.
         if warn is not None and not (isinstance(state, dict) and state.get("version") != STATE_VERSION):
             warn(f"{path}: {problem}: not a sync state this EvalShift wrote; every capture file is read "
                  "again (examples already promoted stay as they are)")
         return None
-    # A suite this state fed was deleted: start over, or its examples would never come back.
-    if any(not (base / "suites" / f"{name}.jsonl").exists() for name in state.get("suites", [])):
-        return None
     return state
+
+
+def _split_profiles(base: Path, state: dict[str, Any] | None,
+                    options: dict[str, Any]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """This sync's profile of the state (None when its options are new) and the others."""
+    mine: dict[str, Any] | None = None
+    others: list[dict[str, Any]] = []
+    for profile in (state or {}).get("profiles", []):
+        if all(profile.get(k) == v for k, v in options.items()):
+            mine = profile
+        else:
+            others.append(profile)
+    # A suite this profile fed was deleted: start over, or its examples would never come back.
+    if mine is not None and any(not (base / "suites" / f"{name}.jsonl").exists() for name in mine.get("suites", [])):
+        mine = None
+    return mine, others
+
+
+def _gone(profile: dict[str, Any], inodes: set[int]) -> int:
+    """Turns a profile promoted from capture files no longer on disk (nor renamed to a file read now)."""
+    return int(profile.get("gone", 0)) + sum(
+        int(entry.get("examples", 0)) for key, entry in profile.get("files", {}).items()
+        if not Path(key).exists() and entry.get("inode") not in inodes)
 
 
 def _head(path: Path, length: int) -> str:
@@ -391,8 +501,9 @@ def _head(path: Path, length: int) -> str:
 def _positions(files: list[Path], state: dict[str, Any] | None, warn: Any) -> dict[str, FilePosition]:
     """Where to resume each file: by path, else by inode for a file rotated by rename.
 
-    A stored position is reused only for the same inode whose first bytes still match what was
-    read, so a file truncated, rewritten, or new on a recycled inode is read from the start.
+    ``state`` is this sync's profile of the state. A stored position is reused only for the same
+    inode whose first bytes still match what was read, so a file truncated, rewritten, or new on
+    a recycled inode is read from the start.
     """
     stored: dict[str, dict[str, Any]] = (state or {}).get("files", {})
     by_inode = {v.get("inode"): k for k, v in stored.items() if v.get("inode") is not None}
@@ -425,26 +536,36 @@ def _positions(files: list[Path], state: dict[str, Any] | None, warn: Any) -> di
 
 def _save_state(base: Path, positions: dict[str, FilePosition], assembler: TurnAssembler,
                 suites: Iterable[str], previous: dict[str, Any] | None,
-                quarantined: dict[str, str] | None = None) -> None:
+                quarantined: dict[str, str] | None = None, *,
+                options: dict[str, Any] | None = None, others: list[dict[str, Any]] | None = None) -> None:
+    """Write this sync's profile (``previous`` is what it was) after the other profiles."""
     files = dict((previous or {}).get("files", {}))
+    inodes = set()
     for path, pos in positions.items():
         entry = pos.to_json()
         entry["head_len"] = min(_HEAD_BYTES, pos.offset)
         entry["head"] = _head(Path(path), entry["head_len"])
         files[str(Path(path).resolve())] = entry
+        inodes.add(pos.inode)
+    # Files rotated away: their examples are counted, so a sync with new options can say so.
+    gone = _gone({"gone": (previous or {}).get("gone", 0), "files": files}, inodes)
     files = {k: v for k, v in files.items() if Path(k).exists()}
-    state = {
-        "version": STATE_VERSION,
+    profile: dict[str, Any] = {
+        **(options or _options(None, "first", False)),
         "files": dict(sorted(files.items())),
         "suites": sorted(set((previous or {}).get("suites", [])) | set(suites)),
         "pending": [s.to_json() for s in assembler.held_back()],
     }
+    if gone:
+        profile["gone"] = gone
     # Turns that hold a damaged span and have not ended stay quarantined across syncs (the most
     # recent MAX_QUARANTINED: a root that never comes must not grow the state forever).
     held = list((quarantined or {}).items())[-MAX_QUARANTINED:]
     if held:
-        state["quarantined"] = dict(held)
-    data = orjson.dumps(state, option=orjson.OPT_INDENT_2) + b"\n"
+        profile["quarantined"] = dict(held)
+    # The profile just used goes last; the least recently used ones are forgotten past the cap.
+    profiles = [*(others or [])[-(MAX_PROFILES - 1):], profile]
+    data = orjson.dumps({"version": STATE_VERSION, "profiles": profiles}, option=orjson.OPT_INDENT_2) + b"\n"
     state_path = base / STATE_FILE
     if not state_path.exists() or state_path.read_bytes() != data:
         atomic_write_bytes(state_path, data)
@@ -466,23 +587,37 @@ def sync(
     ``<base>/toolsets/``. Turns whose root span has not ended are held back for the next sync.
     ``progress=None`` shows a progress bar on stderr when it is a terminal.
 
-    Only turns new since the last sync are promoted, so changed options (``rounds``,
-    ``names_only``, ``suite_name``) apply from then on; ``promote_files`` re-promotes old files.
-    Deleting a suite this state fed makes the next sync read every file again.
+    The state remembers how far each file was read per set of options (``suite_name``,
+    ``rounds``, ``names_only``): a sync with options not used before promotes every turn whose
+    capture file is still on disk (and warns how many turns earlier syncs promoted from files
+    rotated away since); a repeated sync promotes only what is new. An example already in its
+    suite stays as it is, whatever the options: write new options into a new ``suite_name``.
+    Deleting a suite makes the next sync with the options that fed it read every file again.
     """
     base_path = Path(base)
     if not Path(capture_dir).exists():
         raise InputError("no captures here: run the agent with EVALSHIFT_CAPTURE=1 first", file=str(capture_dir))
     with file_lock(base_path / LOCK_FILE):
         engine = _Promoter(base_path, suite_name, rounds, names_only)
-        state = _load_state(base_path, engine.warn)
+        options = _options(suite_name, rounds, names_only)
+        state, others = _split_profiles(base_path, _load_state(base_path, engine.warn), options)
         files = capture_files(capture_dir)
+        if state is None and others:
+            inodes = {path.stat().st_ino for path in files}
+            engine.result.gone = max(_gone(profile, inodes) for profile in others)
+            engine.other_suites = {name for profile in others for name in profile.get("suites", [])}
+            if engine.result.gone:
+                where = f"suite {suite_name}" if suite_name else "their suites"
+                engine.warn(f"{engine.result.gone} turn(s) an earlier sync promoted came from capture files no "
+                            f"longer in {capture_dir} (rotated or deleted): they cannot be promoted into {where} "
+                            "with these options; `evalshift capture promote FILE` takes a copy kept elsewhere")
         positions = _positions(files, state, engine.warn)
         pending = [Span.from_json(row) for row in (state or {}).get("pending", [])]
         engine.quarantined.update((state or {}).get("quarantined", {}))
         assembler = TurnAssembler(pending)
         engine.run(files, positions, assembler, progress)
-        _save_state(base_path, positions, assembler, engine.result.suites, state, engine.quarantined)
+        _save_state(base_path, positions, assembler, engine.result.suites, state, engine.quarantined,
+                    options=options, others=others)
     return engine.result
 
 
@@ -508,7 +643,7 @@ def promote_files(
             raise InputError("no capture file here (expected OTLP/JSON lines: *.jsonl, *.json, *.gz)", file=str(p))
         files.extend(found)
     with file_lock(base_path / LOCK_FILE):
-        engine = _Promoter(base_path, suite_name, rounds, names_only)
+        engine = _Promoter(base_path, suite_name, rounds, names_only, command="evalshift capture promote FILE...")
         positions = {str(p): FilePosition() for p in files}
         assembler = TurnAssembler()
         engine.run(files, positions, assembler, progress)

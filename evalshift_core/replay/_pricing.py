@@ -7,7 +7,7 @@ Shipped defaults (``data/prices.json``) < ``<base>/prices.json|yaml`` < ``$EVALS
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -111,6 +111,19 @@ def _read(path: Path) -> Mapping[str, Any]:
     if path.suffix in (".yaml", ".yml"):
         return load_yaml(text, file=str(path), compose=False)[0] or {}
     return load_json(text, file=str(path), error=ConfigError)
+
+
+def price_hint(models: Iterable[str], base: str | os.PathLike[str]) -> str:
+    """Where and how to price ``models``: the override file under ``base`` and its entry."""
+    entries = ", ".join(f'"{m}": {{"input": USD, "output": USD}}' for m in sorted(models))
+    return (f"add {{{entries}}} (USD per 1M tokens; 0 for a local server) to {Path(base) / 'prices.json'} "
+            f"or to a file named by ${PRICES_ENV}")
+
+
+def unpriced_warning(models: Iterable[str], base: str | os.PathLike[str]) -> str:
+    """``warning: no price for openai:local: its cost is unknown and left out of the estimate; add ...``."""
+    names = ", ".join(sorted(models))
+    return f"warning: no price for {names}: its cost is unknown and left out of the estimate; {price_hint(models, base)}"
 
 
 def default_prices() -> PriceTable:

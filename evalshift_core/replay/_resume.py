@@ -30,10 +30,15 @@ class Resumed:
         return {(c.example_id, c.role, c.repeat or 0) for c in self.rows}
 
 
-def read_rows(raw: Path) -> list[Call]:
-    """Rows of raw.jsonl; a torn last line (a crash mid-write) is cut off, nothing else lost."""
+def read_rows(raw: Path, *, read_only: bool = False) -> list[Call]:
+    """Rows of raw.jsonl; a torn last line (a crash mid-write) is cut off, nothing else lost.
+
+    ``read_only`` (a dry run) leaves the file as it is and passes over a line it cannot read."""
     if not raw.exists():
         return []
+    if read_only:
+        return [row for _, row in iter_models(raw, Call, what="Call row", schema_version=SCHEMA_VERSION,
+                                              on_bad_line=lambda _error: None)]
     data = raw.read_bytes()
     end = data.rfind(b"\n") + 1
     if end < len(data):
@@ -44,10 +49,11 @@ def read_rows(raw: Path) -> list[Call]:
 
 
 def resume(run_dir: Path, run_id: str, refs: dict[str, ModelRef], examples: Sequence[Example], *,
-           retry_errors: bool) -> Resumed:
+           retry_errors: bool, read_only: bool = False) -> Resumed:
     """Check that ``run_dir`` replays the same models on the same examples; read its rows.
 
     ``retry_errors`` drops the rows that failed (``round k/n: ...``) so they are replayed.
+    ``read_only`` (a dry run) writes nothing: the rows are read and filtered in memory only.
     """
     manifest = load_manifest(run_dir)
     if (manifest.source_model, manifest.target_model) != (str(refs["source"]), str(refs["target"])):
@@ -56,9 +62,11 @@ def resume(run_dir: Path, run_id: str, refs: dict[str, ModelRef], examples: Sequ
     stored = [e.id for _, e in iter_run_examples(run_dir)]
     if stored != [e.id for e in examples]:
         raise ReplayError(f"run {run_id} was started on a different set of examples; start a new run instead")
-    rows = read_rows(run_dir / RAW_FILE)
+    rows = read_rows(run_dir / RAW_FILE, read_only=read_only)
     if retry_errors and any(c.error for c in rows):
         rows = [c for c in rows if not c.error]
+        if read_only:
+            return Resumed(manifest, rows)
         # rewritten whole and atomically: a crash here leaves the old file, never half of one
         atomic_write_jsonl(run_dir / RAW_FILE, (c.model_dump(mode="json", exclude_none=True) for c in rows))
     return Resumed(manifest, rows)

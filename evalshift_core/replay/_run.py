@@ -36,8 +36,8 @@ from . import _batch
 from ._cache import ResponseCache
 from ._execute import ProviderGate, Replayer, RetryPolicy, execute, progress_bar, run_sync
 from ._messages import DEFAULT_TEMPLATE
-from ._plan import Estimate, Sample, Unit, plan
-from ._pricing import load_prices
+from ._plan import Estimate, Sample, Unit, plan, side_line
+from ._pricing import load_prices, unpriced_warning
 from ._resume import Resumed, resume
 from ._routing import ModelRef, route
 
@@ -53,6 +53,9 @@ class RunOptions:
     """Model calls in flight at once (at least 1)."""
     max_cost: float | None = None
     """Refuse to start when the pre-flight estimate (USD) is above it."""
+    allow_unpriced: bool = False
+    """With ``max_cost``: start although a model has no price (its cost unknown), holding only the
+    priced calls to the cap; without it such a run is refused."""
     use_cache: bool = True
     """False sends every request for a fresh sample (the cache is still written)."""
     progress: bool = True
@@ -72,7 +75,7 @@ class RunOptions:
     batch_policy: _batch.BatchPolicy | None = None
     """How batches are polled (default :class:`BatchPolicy`)."""
     providers: Mapping[str, Mapping[str, Any]] | None = None
-    """``providers:`` settings (base_url, api_key, rpm, max_concurrency, ...) by provider or model."""
+    """``providers:`` settings (base_url, api_key_env, headers, rpm, concurrency, ...) by provider or model."""
     template: str = DEFAULT_TEMPLATE
     """The user-message template, filled with each example's inputs."""
     run_id: str | None = None
@@ -138,7 +141,7 @@ def run(
     missing (example, role, repeat) rows are replayed. ``max_cost`` (USD) refuses to start when the
     pre-flight estimate is above it. ``use_cache=False`` bypasses the response cache for reads.
     ``rate_limits`` maps a provider (or ``provider:NAME``) to requests per minute; a
-    ``providers:`` entry may also carry ``rpm`` and ``max_concurrency``. ``retry_errors=True``
+    ``providers:`` entry may also carry ``rpm`` and ``concurrency``. ``retry_errors=True``
     on a resume replays the rows that failed (``round k/n: ...``) instead of keeping them.
 
     ``batch=True`` sends the requests through the providers' batch APIs at their batch prices
@@ -181,15 +184,83 @@ def run(
 # -- the steps of run() --------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class DryRun:
+    """What :func:`run` would do, planned and priced with nothing sent and nothing written."""
+
+    estimate: Estimate
+    """The pre-flight: calls, tokens and cost per side, and the cache hits."""
+    batch: bool
+    """Whether the replay would go through the providers' batch APIs."""
+    refused: str | None
+    """Why ``max_cost`` would refuse to start, or None."""
+    resumed_rows: int = 0
+    """Rows a resumed run already holds (not planned again)."""
+    base: str = DEFAULT_BASE
+    """The base folder (where a prices.json override goes)."""
+
+    def lines(self) -> list[str]:
+        """The dry run in words: one line per side, the pre-flight line, and ``max_cost``'s answer."""
+        out = ["dry run: nothing was sent and nothing written"]
+        if self.resumed_rows:
+            out.append(f"  {self.resumed_rows} rows already in the run are kept")
+        out += [f"  {side_line(side)}" for side in self.estimate.sides]
+        out.append(self.estimate.line(batch=self.batch))
+        if self.estimate.unpriced:
+            out.append(unpriced_warning(self.estimate.unpriced, self.base))
+        if self.refused:
+            out.append(f"--max-cost would refuse to start: {self.refused}")
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        """The dry run as ``--json`` prints it."""
+        est = self.estimate
+        return {"dry_run": True, "replay": "batch" if self.batch else "online", "calls": est.calls,
+                "cached_calls": est.cached_calls, "resumed_rows": self.resumed_rows,
+                "online_usd": round(est.online_usd, 6), "batch_usd": round(est.batch_usd, 6),
+                "unpriced_models": sorted(est.unpriced), "models": [side.as_dict() for side in est.sides],
+                "max_cost_refused": self.refused}
+
+
+def dry_run(
+    examples: list[Example],
+    *,
+    source: str,
+    target: str,
+    base: str | os.PathLike[str] = DEFAULT_BASE,
+    options: RunOptions | None = None,
+    **option_values: Any,
+) -> DryRun:
+    """Plan and price what :func:`run` would send with the same arguments, sending nothing and
+    writing nothing: the calls, the estimated tokens and cost per side (online and through the
+    batch APIs), the requests the response cache would serve, and whether ``max_cost`` would
+    refuse to start. Bad input fails here as it would in :func:`run`."""
+    opts = (options or RunOptions()).replace(**option_values)
+    refs = {"source": route(source), "target": route(target)}
+    resumed = _resume_if_started(base, opts, refs, examples, read_only=True)
+    batch = opts.batch if opts.batch is not None else (resumed is not None and resumed.manifest.replay == "batch")
+    planned = plan(examples, refs, opts.samples, base=base, template=opts.template, providers=opts.providers,
+                   rate_limits=opts.rate_limits, done=resumed.done if resumed is not None else set())
+    estimate = Estimate.of(planned.units, load_prices(base, opts.prices),
+                           ResponseCache(base) if opts.use_cache else None)
+    try:
+        estimate.check(opts.max_cost, batch=batch, base=base, allow_unpriced=opts.allow_unpriced)
+        refused = None
+    except ReplayError as exc:
+        refused = exc.message
+    return DryRun(estimate, batch, refused, resumed_rows=len(resumed.rows) if resumed is not None else 0,
+                  base=str(base))
+
+
 def _resume_if_started(base: str | os.PathLike[str], opts: RunOptions, refs: dict[str, ModelRef],
-          examples: list[Example]) -> Resumed | None:
+          examples: list[Example], *, read_only: bool = False) -> Resumed | None:
     """The run ``opts.run_id`` names, when it was started already (to resume); else None."""
     if not opts.run_id:
         return None
     out = run_dir_for(base, opts.run_id)
     if not (out / RUN_FILE).exists():
         return None
-    return resume(out, opts.run_id, refs, examples, retry_errors=opts.retry_errors)
+    return resume(out, opts.run_id, refs, examples, retry_errors=opts.retry_errors, read_only=read_only)
 
 
 def _preflight(units: list[Unit], prices: Any, cache: ResponseCache, opts: RunOptions, *, batch: bool,
@@ -198,7 +269,9 @@ def _preflight(units: list[Unit], prices: Any, cache: ResponseCache, opts: RunOp
     estimate = Estimate.of(units, prices, cache if opts.use_cache else None)
     if opts.progress and units:
         print(estimate.line(batch=batch), file=sys.stderr)
-    estimate.check(opts.max_cost, batch=batch, base=base)
+        if estimate.unpriced:
+            print(unpriced_warning(estimate.unpriced, base), file=sys.stderr)
+    estimate.check(opts.max_cost, batch=batch, base=base, allow_unpriced=opts.allow_unpriced)
     return estimate
 
 

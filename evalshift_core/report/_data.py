@@ -195,6 +195,9 @@ def field_explanations(metadata: Mapping[str, Any]) -> list[str]:
                 return "(absent)"
             return cap(_json_text(f[side]), _ARGS_CAP) or ""
 
+        if f.get("message"):  # a schema violation: what the schema says is wrong, not a diff
+            out.append(f"{prefix}{name}: {cap(str(f['message']), _ARGS_CAP)} [{f.get('label')}]")
+            continue
         line = f"{prefix}{name}: {shown('source')} → {shown('target')}"
         if "expected" in f:
             line += f" (expected {shown('expected')})"

@@ -18,6 +18,9 @@ from ._loopback import LoopbackServer
 from ._noise import request_key
 from ._rules import ModelScript, Reply, SimRequest, with_noise
 
+# Request headers are logged for tests to check (a gateway's routing header); keys are not.
+_SECRET_HEADERS = frozenset({"authorization", "x-api-key", "x-goog-api-key", "api-key"})
+
 
 class Simulator(LoopbackServer):
     """Scripted models served on ``127.0.0.1`` in the providers' wire formats.
@@ -114,17 +117,20 @@ class Simulator(LoopbackServer):
         """Logged requests that got a 200, optionally for one provider."""
         return [r for r in self.requests if r["status"] == 200 and (provider is None or r["provider"] == provider)]
 
-    def _record(self, path: str, body: dict[str, Any], provider: str | None, model: str | None) -> tuple[int, dict[str, Any], bool]:
+    def _record(self, path: str, body: dict[str, Any], provider: str | None, model: str | None,
+                headers: Mapping[str, str] | None = None) -> tuple[int, dict[str, Any], bool]:
         with self._lock:
             self._count += 1
             n = self._count
             limited = n <= self.rate_limit_first or (self.rate_limit_every > 0 and n % self.rate_limit_every == 0)
             entry = {"path": path, "body": body, "provider": provider, "model": model,
+                     "headers": {k.lower(): v for k, v in (headers or {}).items() if k.lower() not in _SECRET_HEADERS},
                      "status": self.error_status if limited else 200, "received": time.monotonic(), "noise": []}
             self.requests.append(entry)
             return n, entry, limited
 
-    def handle(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+    def handle(self, path: str, body: dict[str, Any],
+               headers: Mapping[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
         route = path.split("?", 1)[0].rstrip("/")
         gemini = _gemini.match_path(path)
         if route.endswith("/chat/completions"):
@@ -144,9 +150,9 @@ class Simulator(LoopbackServer):
             stream = gemini[1]
             render, events = _gemini.generate_content, _gemini.generate_content_events
         else:
-            self._record(path, body, None, None)[1]["status"] = 404
+            self._record(path, body, None, None, headers)[1]["status"] = 404
             return error_response("openai", 404, f"no route for {path}")
-        n, entry, limited = self._record(path, body, provider, request.model)
+        n, entry, limited = self._record(path, body, provider, request.model, headers)
         if limited:
             headers = {}
             if self.retry_after is not None:
@@ -193,7 +199,7 @@ def _make_handler(sim: Simulator) -> type[BaseHTTPRequestHandler]:
             except orjson.JSONDecodeError:
                 status, headers, payload = error_response("openai", 400, "request body is not JSON")
             else:
-                status, headers, payload = sim.handle(self.path, body)
+                status, headers, payload = sim.handle(self.path, body, dict(self.headers.items()))
             self._send(status, headers, payload)
 
         def do_GET(self) -> None:  # noqa: N802 - batch status, results and files

@@ -344,7 +344,7 @@ class ModelCall:
 
 
 Start = Callable[[tuple[Any, ...], dict[str, Any]], "ModelCall | None"]
-Finish = Callable[[ModelCall, Any], None]
+Finish = Callable[[ModelCall, Any], Any]
 
 
 class _Guards:
@@ -439,7 +439,9 @@ def _respond(
                 acc.stream = result
                 out = proxy_cls(result, call, acc)
             else:
-                finish(call, result)
+                replacement = finish(call, result)
+                if replacement is not None:  # a proxy of the result that observes it later
+                    out = replacement
     finally:
         if out is result:
             with guards.end:

@@ -27,6 +27,9 @@ class Accumulator:
     def result(self) -> dict[str, Any]:  # pragma: no cover - interface
         raise NotImplementedError
 
+    complete = False
+    """The stream's final event arrived, so closing it early cut nothing off."""
+
 
 class _StreamProxy(wrapt.ObjectProxy):  # type: ignore[misc]
     """What both proxies share: the call, the accumulator, and ending the span once."""
@@ -48,7 +51,7 @@ class _StreamProxy(wrapt.ObjectProxy):  # type: ignore[misc]
                 if exc is not None:
                     call.fail(exc)
                 else:
-                    call.finish(**self._self_acc.result(), incomplete=incomplete)
+                    call.finish(**self._self_acc.result(), incomplete=incomplete and not self._self_acc.complete)
             finally:
                 call.abandon()
 

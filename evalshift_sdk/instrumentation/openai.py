@@ -10,6 +10,8 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
+import wrapt
+
 from .._guard import capture_internal_exceptions
 from ._genai import (
     ModelCall,
@@ -26,7 +28,7 @@ from ._genai import (
     tool_response_part,
 )
 from ._patching import patch, require_version, unpatch
-from ._streams import Accumulator
+from ._streams import Accumulator, AsyncStreamProxy, SyncStreamProxy
 
 PROVIDER = "openai"
 MIN_VERSION = (1, 66)  # the first release with the Responses API
@@ -288,22 +290,82 @@ def responses_finish_kwargs(response: Any) -> dict[str, Any]:
     }
 
 
-def _finisher(extract: Any) -> Any:
-    def finish(call: ModelCall, response: Any) -> None:
+def _finisher(extract: Any, accumulator: type[Accumulator]) -> Any:
+    def finish(call: ModelCall, response: Any) -> Any:
         body = _unwrap_raw(response)
         if body is None:
+            if is_raw_response(response) and response.http_response.request.headers.get(_RAW_HEADER) == "stream":
+                # with_streaming_response: the body stays the host's; observed when it parses it
+                return StreamedBody(response, call, extract, accumulator)
             call.abandon()
-            return
+            return None
         # Read now rather than on the export thread: the fields are a few small objects,
         # where keeping the response alive until the export kept its whole pydantic graph
         # (about twenty objects a call) for the garbage collector to walk again and again.
         call.finish(**extract(body))
+        return None
 
     return finish
 
 
-_finish_chat = _finisher(chat_finish_kwargs)
-_finish_responses = _finisher(responses_finish_kwargs)
+class StreamedBody(wrapt.ObjectProxy):  # type: ignore[misc]
+    """A ``with_streaming_response`` response, unchanged for the host: the body is read only by
+    the host's own ``parse()``, whose stream (or body) is then observed like ``create``'s. Agent
+    frameworks (the OpenAI Agents SDK's ``Runner.run_streamed``) stream this way."""
+
+    def __init__(self, wrapped: Any, call: ModelCall, extract: Any, accumulator: type[Accumulator]) -> None:
+        super().__init__(wrapped)
+        self._self_call = call
+        self._self_extract = extract
+        self._self_accumulator = accumulator
+        self._self_handed = False
+        self._self_parsed: Any = None
+        self._self_out: Any = None
+
+    def _self_observe(self, parsed: Any) -> Any:
+        if self._self_handed:  # parse() again: the SDK hands back its cached body, and so do we
+            return self._self_out if parsed is self._self_parsed else parsed
+        self._self_handed = True
+        call, out = self._self_call, parsed
+        with capture_internal_exceptions("openai.streamed_body"):
+            import openai
+
+            if isinstance(parsed, (openai.Stream, openai.AsyncStream)):
+                acc = self._self_accumulator()
+                acc.stream = parsed
+                proxy = AsyncStreamProxy if isinstance(parsed, openai.AsyncStream) else SyncStreamProxy
+                out = proxy(parsed, call, acc)
+            else:
+                call.finish(**self._self_extract(parsed))
+        if out is parsed:
+            call.abandon()  # a no-op when finish ended it
+        self._self_parsed, self._self_out = parsed, out
+        return out
+
+    def parse(self, *args: Any, **kwargs: Any) -> Any:
+        parsed = self.__wrapped__.parse(*args, **kwargs)
+        if inspect.isawaitable(parsed):
+            async def observed() -> Any:
+                return self._self_observe(await parsed)
+
+            return observed()
+        return self._self_observe(parsed)
+
+    def close(self) -> Any:
+        try:
+            return self.__wrapped__.close()
+        finally:
+            self._self_unread()
+
+    def __del__(self) -> None:
+        if not getattr(self, "_self_handed", True):
+            self._self_unread()
+
+    def _self_unread(self) -> None:
+        """Closed or dropped before the host parsed it: the span ends with the request only."""
+        if not self._self_handed:
+            with capture_internal_exceptions("openai.streamed_body.end"):
+                self._self_call.abandon()
 
 
 class ChatAccumulator(Accumulator):
@@ -379,6 +441,11 @@ class ResponsesAccumulator(Accumulator):
         self.text: list[str] = []
         self.refusal: list[str] = []
 
+    @property
+    def complete(self) -> bool:
+        """The final response arrived: a stream closed after it lost nothing."""
+        return self.final is not None
+
     def on_chunk(self, event: Any) -> None:
         kind = getattr(event, "type", "")
         if kind in {"response.completed", "response.incomplete", "response.failed"}:
@@ -399,6 +466,10 @@ class ResponsesAccumulator(Accumulator):
             if getattr(i, "type", None) == "function_call"
         ]
         return {"text": "".join(self.text) or None, "tool_calls": calls, "refusal": "".join(self.refusal) or None}
+
+
+_finish_chat = _finisher(chat_finish_kwargs, ChatAccumulator)
+_finish_responses = _finisher(responses_finish_kwargs, ResponsesAccumulator)
 
 
 def _streams(kwargs: Mapping[str, Any]) -> bool:

@@ -9,6 +9,7 @@ from ruamel.yaml import YAML
 
 from evalshift_core.config._config import load_config, parse_config
 from evalshift_core.config._init import render_template
+from evalshift_core.evaluators import build_evaluators
 
 
 def test_init_writes_seed_001_capture_first_config(cli, tmp_path):
@@ -57,3 +58,44 @@ def test_any_model_name_is_written_so_it_reads_back(name):
     """A model name with YAML-special characters ('#', ': ', quotes) still reads back exactly."""
     text = render_template(source_model=f"openai:{name}", target_model="claude-x")
     assert parse_config(text).defaults.source_model == f"openai:{name}"
+
+
+def _uncommented(text: str, first: str) -> str:
+    """The template with the commented block starting at ``first`` uncommented (explanations stay)."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == first)
+    for i in range(start, len(lines)):
+        stripped = lines[i].strip()
+        if not stripped.startswith("# ") or (i > start and not lines[i].lstrip().startswith("#   ")):
+            break
+        indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
+        lines[i] = indent + lines[i].lstrip()[2:]
+    return "\n".join(lines) + "\n"
+
+
+def test_init_offers_tool_arguments_against_expected_commented_and_explained(cli, tmp_path):
+    """Seed 000: "If your suite came from real captures, you have the ground truth; use
+    `against: expected`." The block is there, every line commented, and the comment says why."""
+    assert cli("init").returncode == 0
+    text = (tmp_path / "evalshift.yaml").read_text()
+    cfg = load_config(tmp_path / "evalshift.yaml")
+    assert list(cfg.evaluators) == ["tool_selection"]  # commented out: loads without it
+    block = text[text.index("# tool_arguments:"):text.index("# Optional — the shape of the loop")].splitlines()
+    assert block and all(line.lstrip().startswith("#") for line in block if line.strip())
+    explanation = text[:text.index("# tool_arguments:")].rsplit("# Optional", 1)[1]
+    assert "against: expected" in explanation and "captures" in explanation
+
+    uncommented = _uncommented(text, "# tool_arguments:")
+    evaluators = build_evaluators(parse_config(uncommented).evaluators)
+    args = [ev for ev in evaluators if ev.type_name == "tool_arguments"]
+    assert [(ev.name, ev.against, ev.numeric_tolerance) for ev in args] == [("routing_args", "expected", 0.05)]
+
+
+def test_init_providers_block_uncommented_routes_the_local_model_on_its_own():
+    from evalshift_core.replay._routing import route, settings_for
+
+    text = _uncommented(render_template(), "# providers:")
+    providers = parse_config(text).providers
+    assert settings_for(route("openai:my-local-model"), providers) == (
+        "openai:my-local-model", {"api_key_env": "OPENAI_API_KEY", "rpm": 500, "base_url": "http://127.0.0.1:8000/v1"})
+    assert settings_for(route("openai:gpt-4.1"), providers) == ("openai", {"api_key_env": "OPENAI_API_KEY", "rpm": 500})

@@ -259,10 +259,59 @@ def test_with_streaming_response_body_stays_the_hosts(capture_dir, spans, replay
     server = replay("openai/chat_tool_call_single.yaml")
     client = openai_client(server)
     with client.chat.completions.with_streaming_response.create(**request_kwargs(server.interactions[0])) as resp:
+        assert resp.http_response.status_code == 200
         completion = resp.parse()
     assert completion.choices[0].message.tool_calls
     [chat] = spans("chat")
     assert chat["attrs"]["gen_ai.request.model"] == "gpt-3.5-turbo"
+    # the host's parse() is observed: the requested calls are recorded like create()'s
+    assert chat["attrs"]["evalshift.requested_tool_calls"][0]["call_id"] == completion.choices[0].message.tool_calls[0].id
+
+
+def test_with_streaming_response_unparsed_ends_its_span_with_the_request_only(capture_dir, spans, replay):
+    server = replay("openai/chat_tool_call_single.yaml")
+    client = openai_client(server)
+    with client.chat.completions.with_streaming_response.create(**request_kwargs(server.interactions[0])) as resp:
+        body = b"".join(resp.iter_bytes())
+    assert b"get_current_weather" in body
+    [chat] = spans("chat")
+    assert chat["attrs"]["gen_ai.request.model"] == "gpt-3.5-turbo"
+    assert "evalshift.requested_tool_calls" not in chat["attrs"]
+
+
+def test_with_streaming_response_stream_is_observed_when_the_host_parses_it(capture_dir, spans, replay):
+    """What the OpenAI Agents SDK's Runner.run_streamed does: with_streaming_response, an async
+    parse() into the event stream, read up to the final event, then closed."""
+    server = replay("openai/responses_function_call_streaming_roundtrip_parsed_body.yaml")
+    client = openai_client(server, aio=True)
+
+    async def main():
+        async with client.responses.with_streaming_response.create(**request_kwargs(server.interactions[0])) as resp:
+            stream = await resp.parse()
+            events = []
+            async for event in stream:
+                events.append(event)
+                if event.type == "response.completed":
+                    break
+            await stream.close()
+            return events
+
+    events = asyncio.run(main())
+    [chat] = spans("chat")
+    done = [e.item for e in events if e.type == "response.output_item.done"]
+    assert [c["call_id"] for c in chat["attrs"]["evalshift.requested_tool_calls"]] == [i.call_id for i in done]
+    assert "evalshift.stream_incomplete" not in chat["attrs"]  # closed after the final event: nothing cut
+
+
+def test_with_streaming_response_sync_stream_cut_short_is_incomplete(capture_dir, spans, replay):
+    server = replay("openai/chat_parallel_tool_calls_streaming.yaml")
+    client = openai_client(server)
+    with client.chat.completions.with_streaming_response.create(**request_kwargs(server.interactions[0])) as resp:
+        stream = resp.parse()
+        next(iter(stream))
+        stream.close()
+    [chat] = spans("chat")
+    assert chat["attrs"]["evalshift.stream_incomplete"] is True
 
 
 def test_async_create_and_stream(capture_dir, spans, replay):

@@ -136,7 +136,8 @@ class AnthropicClient(BaseClient):
         return anthropic.AsyncAnthropic(
             api_key=self.settings.api_key or env_first("ANTHROPIC_API_KEY") or "unset",
             base_url=self.settings.base_url or env_first("ANTHROPIC_BASE_URL"),
-            timeout=self.settings.timeout, max_retries=0, **self.settings.options,
+            timeout=self.settings.timeout, max_retries=0, default_headers=self.settings.headers or None,
+            **self.settings.options,
         )
 
     def prepare(self, model: ModelRef, messages: list[dict[str, Any]], tools: list[Tool],

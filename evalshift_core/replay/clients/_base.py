@@ -298,6 +298,8 @@ class ClientSettings:
     timeout: float = 120.0
     api: str | None = None
     """OpenAI only: ``chat`` (default) or ``responses``."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """Extra HTTP headers sent with every request (a gateway's routing or auth header)."""
     options: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -307,10 +309,11 @@ class ClientSettings:
         api_key = data.pop("api_key", None) or (os.environ.get(key_env) if key_env else None)
         timeout = float(data.pop("timeout", 120.0))
         # runner-side settings live in the same mapping; the client ignores them
-        for runner_key in ("rpm", "max_concurrency", "prices"):
+        for runner_key in ("rpm", "concurrency", "max_concurrency", "prices"):
             data.pop(runner_key, None)
+        headers = {str(k): str(v) for k, v in (data.pop("headers", None) or {}).items()}
         return cls(api_key=api_key, base_url=data.pop("base_url", None), timeout=timeout,
-                   api=data.pop("api", None), options=data)
+                   api=data.pop("api", None), headers=headers, options=data)
 
 
 class BaseClient:

@@ -127,6 +127,7 @@ class GeminiClient(BaseClient):
             base_url=self.settings.base_url or env_first("GOOGLE_GEMINI_BASE_URL"),
             timeout=int(self.settings.timeout * 1000),
             retry_options=types.HttpRetryOptions(attempts=1),
+            **({"headers": dict(self.settings.headers)} if self.settings.headers else {}),
             **options.pop("http_options", {}),
         )
         # GOOGLE_API_KEY wins over GEMINI_API_KEY, as in the SDK's own lookup

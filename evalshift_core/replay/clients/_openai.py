@@ -132,7 +132,8 @@ class OpenAIChatClient(BaseClient):
         return openai.AsyncOpenAI(
             api_key=self.settings.api_key or env_first("OPENAI_API_KEY") or "unset",
             base_url=self.settings.base_url or env_first("OPENAI_BASE_URL"),
-            timeout=self.settings.timeout, max_retries=0, **self.settings.options,
+            timeout=self.settings.timeout, max_retries=0, default_headers=self.settings.headers or None,
+            **self.settings.options,
         )
 
     def _max_tokens_key(self, cfg: NeutralConfig) -> str:

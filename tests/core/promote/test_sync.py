@@ -97,14 +97,14 @@ def test_turn_whose_root_has_not_ended_is_held_back_until_it_ends(two_turns, tmp
     first = sync(captures, base=base, suite_name="s")
     assert first.added == 0 and first.held_back == 1
     state = json.loads((base / STATE_FILE).read_text())
-    assert len(state["pending"]) == 5
+    assert len(state["profiles"][0]["pending"]) == 5
     with open(path, "a") as fh:  # the turn ends: its root span is exported
         fh.write(json.dumps({"resourceSpans": [{"scopeSpans": [{"scope": {"name": "evalshift_sdk"}, "spans": [root]}]}]}) + "\n")
     second = sync(captures, base=base, suite_name="s")
     assert second.added == 1 and second.held_back == 0 and second.spans == 1
     (ex,) = load_suite(second.suites["s"])
     assert [[c.tool_name for c in r] for r in ex.expected_tool_rounds] == [["lookup_order"], ["issue_refund"], []]
-    assert json.loads((base / STATE_FILE).read_text())["pending"] == []
+    assert json.loads((base / STATE_FILE).read_text())["profiles"][0]["pending"] == []
 
 
 def test_half_written_last_line_is_picked_up_by_the_next_sync(two_turns, tmp_path):
@@ -408,3 +408,103 @@ def test_damaged_attributes_skip_a_turn_at_worst(two_turns, tmp_path_factory, da
     assert all(str(work / "c" / "spans.jsonl") + ":" in w for w in skipped)
     if result.added:
         load_suite(result.suites["s"])  # whatever was written is a valid suite
+
+
+def test_sync_with_new_options_repromotes_into_its_suite_idempotently(two_turns, tmp_path):
+    """A first default sync, then `--rounds all --suite-name support-all`: every captured turn
+    lands in the new suite with the new options; again changes nothing; the first suite stays."""
+    captures = _copy_dir(two_turns[0], tmp_path / "captures", prefix="a-")
+    _copy_dir(two_turns[1], captures, prefix="b-")
+    base = tmp_path / "base"
+    first = sync(captures, base=base)
+    assert first.added == 2 and list(first.suites) == ["support"]
+    support = (base / "suites" / "support.jsonl").read_bytes()
+    assert all(not e.tool_result_fixtures for e in load_suite(first.suites["support"]))
+
+    multi = sync(captures, base=base, rounds="all", suite_name="support-all")
+    assert (multi.added, multi.unchanged, multi.kept, multi.gone) == (2, 0, 0, 0)
+    assert list(multi.suites) == ["support-all"]
+    examples = load_suite(multi.suites["support-all"])
+    assert sorted(len(e.tool_result_fixtures or []) for e in examples) == [0, 2]  # refund: rounds 1-2
+    written = multi.suites["support-all"].read_bytes()
+    snapshot = _snapshot(base)
+
+    again = sync(captures, base=base, rounds="all", suite_name="support-all")
+    assert (again.added, again.unchanged, again.spans) == (0, 2, 0)
+    assert multi.suites["support-all"].read_bytes() == written
+    assert _snapshot(base) == snapshot  # the state too: a repeated sync writes nothing
+    assert (base / "suites" / "support.jsonl").read_bytes() == support
+    # The first options are still remembered: the default sync reads nothing again.
+    default = sync(captures, base=base)
+    assert (default.added, default.unchanged, default.spans) == (0, 2, 0)
+    assert (base / "suites" / "support.jsonl").read_bytes() == support
+
+
+def test_new_options_into_a_suite_already_fed_say_its_examples_are_kept(two_turns, tmp_path):
+    captures = _copy_dir(two_turns[0], tmp_path / "captures")
+    base = tmp_path / "base"
+    sync(captures, base=base)
+    before = (base / "suites" / "support.jsonl").read_bytes()
+    result = sync(captures, base=base, rounds="all")
+    assert (result.added, result.unchanged, result.kept) == (0, 1, 1)
+    (warning,) = [w for w in result.warnings if "earlier sync with other options" in w]
+    assert warning.startswith("1 example(s) already in suite support ") and "--suite-name NAME" in warning
+    assert (base / "suites" / "support.jsonl").read_bytes() == before
+
+
+def test_turns_rotated_away_cannot_be_repromoted_and_a_warning_says_how_many(two_turns, tmp_path):
+    captures = _copy_dir(two_turns[0], tmp_path / "captures", prefix="a-")
+    _copy_dir(two_turns[1], captures, prefix="b-")
+    base = tmp_path / "base"
+    assert sync(captures, base=base).added == 2
+    (gone,) = captures.glob("a-*.jsonl")
+    gone.unlink()  # rotated away by the capture's retention
+    result = sync(captures, base=base, rounds="all", suite_name="support-all")
+    assert (result.added, result.gone) == (1, 1)
+    (warning,) = [w for w in result.warnings if "no longer in" in w]
+    assert warning.startswith("1 turn(s) an earlier sync promoted came from capture files no longer in ")
+    assert "cannot be promoted into suite support-all" in warning
+    # Said once: the repeated sync has nothing new to say.
+    again = sync(captures, base=base, rounds="all", suite_name="support-all")
+    assert again.added == 0 and not again.warnings
+
+
+def test_a_state_of_the_previous_version_is_read_again_silently(two_turns, tmp_path):
+    captures = _copy_dir(two_turns[0], tmp_path / "captures")
+    base = tmp_path / "base"
+    sync(captures, base=base, suite_name="s")
+    (base / STATE_FILE).write_text(json.dumps({"version": 1, "files": {}, "suites": ["s"], "pending": []}))
+    result = sync(captures, base=base, suite_name="s")
+    assert (result.added, result.unchanged) == (0, 1)
+    assert not [w for w in result.warnings if STATE_FILE in w or "sync state" in w]
+    assert json.loads((base / STATE_FILE).read_text())["version"] == 2
+
+
+def test_later_rounds_not_replayed_are_summed_up_in_one_line(two_turns, tmp_path):
+    """Seed 001: a multi-round capture promoted with --rounds first warns, naming the later calls
+    it will not replay; a sync says it once for all such examples, each one kept as a detail."""
+    captures = _copy_dir(two_turns[0], tmp_path / "captures", prefix="a-")
+    _copy_dir(two_turns[1], captures, prefix="b-")
+    result = sync(captures, base=tmp_path / "base")
+    assert (result.added, result.later_rounds) == (2, 1)
+    assert result.warnings == [
+        "1 example has later rounds that --rounds first does not replay (issue_refund): "
+        "run `evalshift capture sync --rounds all --suite-name NAME` to include them"]
+    (detail,) = result.details
+    refund = next(e for e in load_suite(result.suites["support"]) if e.expected_tool_rounds[1:])
+    assert detail == f"{refund.id}: --rounds first replays round 1 only; later calls not replayed: round 2: issue_refund"
+
+
+def test_later_rounds_summary_counts_every_example_and_names_the_fix_of_its_command(tmp_path):
+    with simulator() as sim:
+        capture_turns(tmp_path / "captures", sim, [("sim-baseline", REFUND_TICKET)] * 3
+                      + [("sim-baseline", POLICY_TICKET)])
+    promoted = promote_files([tmp_path / "captures"], base=tmp_path / "base", suite_name="p")
+    assert (promoted.added, promoted.later_rounds, len(promoted.details)) == (4, 3, 3)
+    (line,) = [w for w in promoted.warnings if "later rounds" in w]
+    assert line == ("3 examples have later rounds that --rounds first does not replay (issue_refund): "
+                    "run `evalshift capture promote FILE... --rounds all --suite-name NAME` to include them")
+    assert not [w for w in promoted.warnings if "replays round 1 only" in w]
+    multi = sync(tmp_path / "captures", base=tmp_path / "base", rounds="all", suite_name="all")
+    assert (multi.added, multi.later_rounds, multi.details) == (4, 0, [])
+    assert not [w for w in multi.warnings if "later rounds" in w]

@@ -184,11 +184,11 @@ def test_a_damaged_sync_state_means_reading_every_file_again(recorded, tmp_path)
     base = captures.parent
     sync(captures, base=base)
     state = json.loads((base / STATE_FILE).read_text())
-    state["suites"] = ["../../X"]
+    state["profiles"][0]["suites"] = ["../../X"]
     (base / STATE_FILE).write_text(json.dumps(state))
     result = sync(captures, base=base)
     assert result.added == 0 and result.unchanged == 1
-    assert any(f"{base / STATE_FILE}: suites: not a sync state this EvalShift wrote" in w for w in result.warnings)
+    assert any(f"{base / STATE_FILE}: profiles[0].suites: not a sync state this EvalShift wrote" in w for w in result.warnings)
     (base / STATE_FILE).write_text("[" * 5000)
     result = sync(captures, base=base)
     assert result.unchanged == 1 and any("sync-state.json:1: not valid sync state" in w for w in result.warnings)

@@ -105,9 +105,10 @@ def test_cost_preflight_counts_one_call_per_replayed_round_and_refuses_above_max
         assert result.estimated_cost_usd == pytest.approx(1536) and len(sim.requests) == 6
 
 
-def test_max_cost_needs_a_price_for_every_model(tmp_path):
-    with pytest.raises(ReplayError, match="no price for openai:base"):
+def test_max_cost_needs_a_price_for_every_model_unless_allow_unpriced(tmp_path):
+    with pytest.raises(ReplayError, match=r"the cost of openai:base is unknown \(no price\); pass --allow-unpriced"):
         run(examples(1), source="openai:base", target="openai:gpt-4o", base=tmp_path, max_cost=1.0, progress=False)
+    assert not (tmp_path / "runs").exists()
 
 
 def test_price_table_file_under_base_overrides_the_shipped_one(tmp_path):
