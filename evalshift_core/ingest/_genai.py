@@ -138,6 +138,23 @@ def _output(attrs: dict[str, Any]) -> tuple[list[dict[str, Any]] | None, str | N
     return None, None
 
 
+def offered_toolset(
+    definitions: list[Any] | None, calls: list[Any] | None, notes: list[str]
+) -> tuple[list[dict[str, Any]] | None, str | None]:
+    """The toolset a model call offered, canonical, and its content-addressed ref; a note when
+    its definitions are unreadable, or when it requested calls without recording any."""
+    if not definitions:
+        if calls:
+            notes.append(NOTE_NO_TOOLS)
+        return None, None
+    try:
+        tools = normalise_toolset(definitions)
+    except ToolShapeError as exc:
+        notes.append(f"tool definitions unreadable ({exc}): the example offers no tools")
+        return None, None
+    return tools, toolset_ref(tools)
+
+
 def _tool_definitions(attrs: dict[str, Any]) -> list[dict[str, Any]] | None:
     if A.TOOL_DEFINITIONS in attrs:
         tools = json_or_text(attrs[A.TOOL_DEFINITIONS])
@@ -163,17 +180,8 @@ def model_call_event(span: Span, round_index: int) -> tuple[dict[str, Any], list
     calls, text = _output(a)
     if calls is None:
         notes.append(NOTE_NO_OUTPUT)
-    tools: list[dict[str, Any]] | None = None
-    ref: str | None = None
     definitions = _tool_definitions(a)
-    if definitions:
-        try:
-            tools = normalise_toolset(definitions)
-            ref = toolset_ref(tools)
-        except ToolShapeError as exc:
-            notes.append(f"tool definitions unreadable ({exc}): the example offers no tools")
-    elif calls:
-        notes.append(NOTE_NO_TOOLS)
+    tools, ref = offered_toolset(definitions, calls, notes)
     config = {key: a[attr] for attr, key in _GENERATION.items() if attr in a}
     if "gen_ai.request.max_tokens" not in a and "llm.request.max_tokens" in a:
         config["max_tokens"] = a["llm.request.max_tokens"]

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from evalshift_sdk.schema import ToolShapeError, json_or_text, normalise_toolset, toolset_ref
+from evalshift_sdk.schema import json_or_text
 
-from ._genai import NOTE_NO_OUTPUT, NOTE_NO_TOOL_CHOICE, NOTE_NO_TOOLS
+from ._genai import NOTE_NO_OUTPUT, NOTE_NO_TOOL_CHOICE, offered_toolset
 
 if TYPE_CHECKING:
     from ._otlp import Span
@@ -135,19 +135,10 @@ def model_call_event(span: Span, round_index: int) -> tuple[dict[str, Any], list
     params = json_or_text(a.get("llm.invocation_parameters"))
     params = params if isinstance(params, dict) else {}
     config = {key: params[name] for name, key in _GENERATION.items() if params.get(name) is not None}
-    tools: list[dict[str, Any]] | None = None
-    ref: str | None = None
     definitions = _tool_definitions(a)
-    if definitions:
-        try:
-            tools = normalise_toolset(definitions)
-            ref = toolset_ref(tools)
-        except ToolShapeError as exc:
-            notes.append(f"tool definitions unreadable ({exc}): the example offers no tools")
-        if "tool_choice" not in config:
-            notes.append(NOTE_NO_TOOL_CHOICE)
-    elif calls:
-        notes.append(NOTE_NO_TOOLS)
+    tools, ref = offered_toolset(definitions, calls, notes)
+    if definitions and "tool_choice" not in config:
+        notes.append(NOTE_NO_TOOL_CHOICE)
     usage = {}
     for key, name in (("input_tokens", "llm.token_count.prompt"), ("output_tokens", "llm.token_count.completion")):
         if name in a:
