@@ -474,8 +474,10 @@ def _split_profiles(base: Path, state: dict[str, Any] | None,
             mine = profile
         else:
             others.append(profile)
-    # A suite this profile fed was deleted: start over, or its examples would never come back.
-    if mine is not None and any(not (base / "suites" / f"{name}.jsonl").exists() for name in mine.get("suites", [])):
+    # A suite this profile fed was deleted (or the state names one no rule allows): start over,
+    # or its examples would never come back.
+    if mine is not None and any(not (is_safe_name(name) and suite_path(base, name).exists())
+                                for name in mine.get("suites", [])):
         mine = None
     return mine, others
 
