@@ -65,13 +65,21 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     The temp file's name carries the writer's pid, so the next write to ``path`` removes the
     temp files of writers killed mid-write.
     """
+    with atomic_writer(path) as fh:
+        fh.write(data)
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str | os.PathLike[str]) -> Iterator[Any]:
+    """A binary file to write ``path`` through piece by piece, renamed into place when the block
+    ends without an exception (removed when it raises), like :func:`atomic_write_bytes`."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(target)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            yield fh
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -80,7 +88,10 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
 
 
 def atomic_write_jsonl(path: str | os.PathLike[str], rows: Iterable[Any]) -> None:
-    atomic_write_bytes(path, b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    with atomic_writer(path) as fh:
+        write = fh.write
+        for row in rows:
+            write(orjson.dumps(row) + b"\n")
 
 
 def atomic_write_json(path: str | os.PathLike[str], value: Any) -> None:

@@ -500,8 +500,8 @@ def evaluate(run_id: str, config_path: str | None, base: str, fail_on_regression
 
     cfg = _config(config_path)
 
-    def started(examples: list[Any]) -> None:
-        progress(f"evaluating run {run_id} ({len(examples)} examples) ...")
+    def started(n_examples: int) -> None:
+        progress(f"evaluating run {run_id} ({n_examples} examples) ...")
 
     done = evaluate_saved_run(run_id, config=cfg, base=base, on_loaded=started)
     finish_verdict(verdict_payload(run_id, done.run_dir, done.analysis, done.report_path, done.manifest),

@@ -5,16 +5,28 @@ written into the run folder, from the data :mod:`._data` builds and :mod:`._html
 from __future__ import annotations
 
 import os
+import tempfile
 import webbrowser
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from .._exceptions import InputError
-from .._io import atomic_write_bytes, atomic_write_json, iter_models
-from .._progress import count_lines, progress_bar, tracked
-from ._data import build_report, distributions
-from ._html import render_html
+from .._io import atomic_write_bytes, atomic_write_json, atomic_writer, iter_models
+from .._progress import progress_bar, tracked
+from ._data import (
+    RowTally,
+    as_analysis,
+    distributions,
+    example_row,
+    regressions_by_example,
+    report_header,
+    row_order,
+    severities,
+)
+from ._html import embed_json, html_around_rows, html_row, html_text_cap, render_html
 
 
 def write_report(run_dir: str | os.PathLike[str], report: Mapping[str, Any]) -> Path:
@@ -39,25 +51,102 @@ def write_report(run_dir: str | os.PathLike[str], report: Mapping[str, Any]) -> 
     return path
 
 
-def render_run_report(base: str | os.PathLike[str], run_id: str) -> Path:
-    """Rebuild ``report.json`` and ``report.html`` of a finished run from its files on disk."""
-    from ..analysis import load_analysis
-    from ..evaluators import ScoreRecord
-    from ..store._runs import load_run, run_dir_for
+class ReportWriter:
+    """report.json and report.html written row by row, in any order, with memory bounded by
+    one row: each row is serialized as it comes (its report.json and report.html forms) to a
+    spool file, then both files are written in report order (:func:`~._data.row_order`, then
+    the index each row was given: its example's place in the suite).
 
-    manifest, examples, calls = load_run(base, run_id)
-    run_dir = run_dir_for(base, run_id)
+    The bytes are those of :func:`write_report` on the same rows (a test pins them).
+    """
+
+    def __init__(self, run_dir: str | os.PathLike[str], n_rows: int) -> None:
+        self.run_dir = Path(run_dir)
+        self.n_rows = n_rows
+        self.tally = RowTally()
+        self._text_cap = html_text_cap(n_rows)
+        self._spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed by write() or on leaving a with block
+        self._offset = 0
+        self._entries: list[tuple[bool, int, int, int, int, int]] = []
+
+    def __enter__(self) -> ReportWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._spool.close()
+
+    def add(self, index: int, row: Mapping[str, Any]) -> None:
+        """One example's row (:func:`~._data.example_row`); ``index`` is its place in the suite."""
+        self.tally.add(row)
+        # report.json indents a row two levels deep: orjson's own lines, four spaces further in
+        # (a newline inside a string is escaped, so every raw newline is indentation).
+        as_json = b"    " + orjson.dumps(row, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n    ")
+        as_html = embed_json(html_row(row, self._text_cap)).encode("utf-8")
+        self._spool.write(as_json)
+        self._spool.write(as_html)
+        self._entries.append((*row_order(row), index, self._offset, len(as_json), len(as_html)))
+        self._offset += len(as_json) + len(as_html)
+
+    def _rows(self, html: bool) -> Any:
+        fd = self._spool.fileno()
+        for *_, offset, json_len, html_len in self._entries:
+            yield os.pread(fd, html_len, offset + json_len) if html else os.pread(fd, json_len, offset)
+
+    def write(self, header: Mapping[str, Any]) -> Path:
+        """Write both files around ``header`` (:func:`~._data.report_header`); returns the HTML path."""
+        self._spool.flush()
+        self._entries.sort()
+        head = orjson.dumps(header, option=orjson.OPT_INDENT_2)
+        path = self.run_dir / "report.html"
+        with progress_bar(2, "write report", unit="file") as bar:
+            with atomic_writer(self.run_dir / "report.json") as fh:
+                if self._entries:
+                    assert head.endswith(b"[]\n}")
+                    fh.write(head[:-3] + b"\n")
+                    for n, row in enumerate(self._rows(html=False)):
+                        fh.write(b",\n" + row if n else row)
+                    fh.write(b"\n  ]\n}\n")
+                else:
+                    fh.write(head + b"\n")
+            bar.update()
+            before, after = html_around_rows(header, self.n_rows, self.tally.regressed)
+            with atomic_writer(path) as fh:
+                fh.write(before.encode("utf-8"))
+                for n, row in enumerate(self._rows(html=True)):
+                    fh.write(b"," + row if n else row)
+                fh.write(after.encode("utf-8"))
+            bar.update()
+        self._spool.close()
+        return path
+
+
+def render_run_report(base: str | os.PathLike[str], run_id: str) -> Path:
+    """Rebuild ``report.json`` and ``report.html`` of a finished run from its files on disk,
+    one example at a time."""
+    from ..analysis import load_analysis
+    from ..analysis._tool_use import ToolUseTally
+    from ..evaluators import ScoreRecord
+    from ..store._rows import run_rows
+
+    manifest, run_dir, rows = run_rows(base, run_id)
     analysis_path = run_dir / "analysis.json"
     if not analysis_path.exists():
         raise InputError(f"run {run_id!r} has no analysis yet; run `evalshift evaluate {run_id}` first",
                          file=str(analysis_path))
-    analysis = load_analysis(analysis_path)  # a malformed or newer file is an InputError naming its field
+    analysis = as_analysis(load_analysis(analysis_path))  # a malformed or newer file is an InputError naming its field
     scores_path = run_dir / "scores.jsonl"
-    scores = None
+    charted = None
     if scores_path.exists():
-        rows = iter_models(scores_path, ScoreRecord, what="score row")
-        scores = [row for _, row in tracked(rows, count_lines(scores_path), "load scores")]
-    return write_report(run_dir, build_report(analysis, examples, calls, manifest, scores))
+        charted = distributions(row for _, row in iter_models(scores_path, ScoreRecord, what="score row"))
+    severity_of, regressed = severities(analysis), regressions_by_example(analysis)
+    use = ToolUseTally()
+    with ReportWriter(run_dir, len(rows)) as writer:
+        for index, ((ex, src, tgt, _), _) in enumerate(tracked(rows, len(rows), "build report", unit="example")):
+            writer.add(index, example_row(ex, src, tgt, regressed.get(ex.id, ()), severity_of))
+            use.add(ex, src, tgt)
+        header = report_header(analysis, manifest, use.result().as_dict(), rows.dropped_params(), charted,
+                               writer.tally)
+        return writer.write(header)
 
 
 def open_report(path: str | os.PathLike[str]) -> bool:

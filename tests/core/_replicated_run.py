@@ -13,6 +13,8 @@ from pathlib import Path
 
 import orjson
 
+from evalshift_core.store._rows import record_written
+
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo-run"
 DEMO_RUN_ID = "20261201-055914-69db6f"
 
@@ -23,9 +25,11 @@ def copy_demo_run(base: Path) -> str:
     return DEMO_RUN_ID
 
 
-def replicate_run(base: Path, n: int, *, seed: int = 0, run_id: str = "20261201-000000-0a0b0c") -> str:
+def replicate_run(base: Path, n: int, *, seed: int = 0, run_id: str = "20261201-000000-0a0b0c",
+                  written: bool = True) -> str:
     """A run of ``n`` examples under ``base``: each a demo example drawn at random (seeded), with
-    its own id and cluster, followed by its source and target rows. Returns the run id."""
+    its own id and cluster, followed by its source and target rows. ``written`` notes the files'
+    digests as a finished replay does (``written.json``). Returns the run id."""
     demo_dir = DEMO / "runs" / DEMO_RUN_ID
     examples = [orjson.loads(line) for line in (demo_dir / "examples.jsonl").read_bytes().splitlines()]
     rows: dict[str, list[dict]] = {}
@@ -46,4 +50,6 @@ def replicate_run(base: Path, n: int, *, seed: int = 0, run_id: str = "20261201-
     manifest = orjson.loads((demo_dir / "run.json").read_bytes())
     manifest.update(run_id=run_id, examples=n, planned_model_calls=2 * n, model_calls=2 * n)
     (out / "run.json").write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
+    if written:
+        record_written(out)
     return run_id

@@ -15,6 +15,7 @@ from evalshift_core._compare import evaluate_saved_run
 from evalshift_core.cli._demo import DEMO_CONFIG
 from evalshift_core.config._config import Config
 from evalshift_core.report._report import render_run_report
+from evalshift_core.store._rows import record_written
 
 OUTPUTS = ("scores.jsonl", "analysis.json", "report.json", "report.html")
 
@@ -37,8 +38,13 @@ def _digests(run_dir: Path) -> dict[str, str]:
         "report.html": "496fd42b884c988d",
     }),
 ], ids=["demo-evaluators", "default-evaluators"])
-def test_demo_run_outputs_are_pinned(tmp_path: Path, config: dict, expected: dict[str, str]) -> None:
+@pytest.mark.parametrize("written", [False, True], ids=["validated", "as-written"])
+def test_demo_run_outputs_are_pinned(tmp_path: Path, config: dict, expected: dict[str, str], written: bool) -> None:
+    """Read row by row through validation (a copied run) or straight from the bytes EvalShift
+    wrote (written.json vouches for them), the outputs are the same."""
     run_id = copy_demo_run(tmp_path)
+    if written:
+        record_written(tmp_path / "runs" / run_id)
     done = evaluate_saved_run(run_id, config=Config.model_validate(config), base=tmp_path)
     assert done.analysis.verdict == "fail"
     assert _digests(done.run_dir) == expected
