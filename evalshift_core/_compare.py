@@ -11,30 +11,16 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from ._exceptions import ConfigError, EvalShiftError, InputError
-from ._io import atomic_write_json, atomic_write_jsonl, check_schema_version, iter_jsonl
+from ._io import check_schema_version, iter_jsonl
 from ._models import SCHEMA_VERSION, Call, Example
-from ._progress import tracked
-from .analysis import Analysis, Regression, analyze
-from .analysis._headline import headline
-from .analysis._tool_use import ToolUseTally
+from .analysis import Analysis, Regression
 from .config._config import Config
 from .config._tools_file import apply_prompt_tools
-from .evaluators import ScoreRecord
-from .evaluators._registry import resolve_evaluators, row_scorer, scoring_progress, sidecars
-from .evaluators._speed import cyclic_gc_paused
 from .replay._routing import route
 from .replay._run import ROLES, DryRun, RunOptions, RunResult, check_sides, dry_run, run
-from .report._data import (
-    distributions,
-    example_row,
-    regressions_by_example,
-    report_header,
-    severities,
-)
-from .report._report import ReportWriter
 from .store._rows import MemoryRows, RunCalls, SavedRows, run_rows
 from .store._runs import Manifest, existing_run_dir, iter_run_examples, load_manifest
 from .store._suites import DEFAULT_BASE, load_suite, suite_path
@@ -146,63 +132,13 @@ def evaluate_and_report(
     return analysis, report_path
 
 
-class _ExampleFacts(NamedTuple):
-    """What the analysis reads of an example (its clusters, whether it was promoted)."""
-
-    id: str
-    cluster: str | None
-    tags: list[str]
-    promotion_source: str | None
-
-
 def _evaluate_and_report(
     run_dir: Path, manifest: Manifest, rows: MemoryRows | SavedRows, config: Config
 ) -> tuple[Analysis, Path, dict[str, Any]]:
-    """:func:`evaluate_and_report` over rows read one example at a time, also handing back the
-    per-tool counts (counted once per run).
+    """:func:`evaluate_and_report` over a run's rows, also handing back the per-tool counts."""
+    from ._evaluation import evaluate_rows
 
-    One pass scores each example and counts its tool use; an example no record can make a
-    regression (no score dropped, no label) has its report row written then. After the
-    analysis, the examples left get their rows with their regressions, read again.
-    """
-    from .ingest._traces import load_traces
-
-    evaluators = resolve_evaluators(config.evaluators, providers=config.providers)
-    # Timelines attached with `evalshift traces import` feed agent_trace; judges need the providers.
-    # A run folder is <base>/runs/<id>: its examples' toolset_ref sidecars live in <base>/toolsets.
-    score = row_scorer(evaluators, load_traces(run_dir), sidecars(run_dir.parent.parent))
-    records: list[ScoreRecord] = []
-    facts: list[_ExampleFacts] = []
-    later: list[tuple[int, Any]] = []
-    use = ToolUseTally()
-    with ReportWriter(run_dir, len(rows)) as writer:
-        with scoring_progress(len(rows)) as bar, cyclic_gc_paused():
-            for index, ((example, src, tgt, extra), handle) in enumerate(rows):
-                bar.update(1)
-                scored = score(example, src, tgt, extra)
-                records += scored
-                facts.append(_ExampleFacts(example.id, example.cluster, example.tags, example.promotion_source))
-                use.add(example, src, tgt)
-                if any(r.target_score < r.source_score or r.labels for r in scored):
-                    later.append((index, handle))
-                else:
-                    writer.add(index, example_row(example, src, tgt))
-        atomic_write_jsonl(run_dir / "scores.jsonl", (s.model_dump(mode="json") for s in
-                                                      tracked(records, len(records), "write scores")))
-        floors = {(ev.type_name, ev.name): ev.severity_floor for ev in evaluators}
-        tool_calls = use.result().as_dict()
-        # Examples carry the clusters (source trace, tags) the standard errors are corrected for.
-        analysis = analyze(records, policy=config.migration_policy, examples=facts, severity_floors=floors,
-                           tool_use=tool_calls)
-        analysis.headline = headline(analysis, tool_calls)  # the tools each side called, in words
-        atomic_write_json(run_dir / "analysis.json", analysis.model_dump(mode="json"))
-        severity_of, regressed = severities(analysis), regressions_by_example(analysis)
-        for index, handle in tracked(later, len(later), "build report", unit="example"):
-            example, src, tgt, _ = rows.again(handle)
-            writer.add(index, example_row(example, src, tgt, regressed.get(example.id, ()), severity_of))
-        header = report_header(analysis, manifest, tool_calls, rows.dropped_params(), distributions(records),
-                               writer.tally)
-        return analysis, writer.write(header), tool_calls
+    return evaluate_rows(run_dir, manifest, rows, config)
 
 
 def _check_sides(run_id: str, rows: MemoryRows | SavedRows) -> None:

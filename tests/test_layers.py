@@ -21,7 +21,7 @@ LAYERS = (
     ("analysis",),
     ("report",),
     ("config",),
-    ("_compare",),
+    ("_compare", "_evaluation"),
     ("cli", "__init__", "__main__"),
 )
 RANK = {room: rank for rank, rooms in enumerate(LAYERS) for room in rooms}

@@ -121,6 +121,21 @@ class ToolUseTally:
             self.swaps[(lost[0], gained[0])] += 1
             self.swap_tags.setdefault((lost[0], gained[0]), Counter()).update(ex_tags)
 
+    def merge(self, other: ToolUseTally) -> None:
+        """Count ``other``'s examples too (the examples another process counted)."""
+        for name, (s, t) in other.called.items():
+            counts = self.called.setdefault(name, [0, 0])
+            counts[0] += s
+            counts[1] += t
+        for mine, theirs in ((self.dropped, other.dropped), (self.added, other.added), (self.swap_tags, other.swap_tags)):
+            for key, counter in theirs.items():
+                mine.setdefault(key, Counter()).update(counter)
+        self.n_dropped.update(other.n_dropped)
+        self.n_added.update(other.n_added)
+        self.swaps.update(other.swaps)
+        self.tags.update(other.tags)
+        self.paired += other.paired
+
     def result(self) -> ToolUse:
         shares = [
             ToolShare(tool=name, source=s, target=t, dropped=self.n_dropped[name], added=self.n_added[name],

@@ -369,6 +369,17 @@ class RowTally:
             self.first[min(diverged)] += 1
             self.diverged.update(diverged)
 
+    def merge(self, other: RowTally) -> None:
+        """Count ``other``'s rows too (the rows another process tallied)."""
+        self.rows += other.rows
+        self.regressed += other.regressed
+        self.labels |= other.labels
+        self.tags |= other.tags
+        self.severities |= other.severities
+        self.rounds = max(self.rounds, other.rounds)
+        self.first += other.first
+        self.diverged += other.diverged
+
     def round_counts(self) -> list[dict[str, int]]:
         """Multi-round runs: per round, the examples whose divergence starts there and all that diverge there."""
         if self.rounds <= 1:

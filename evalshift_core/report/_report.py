@@ -51,29 +51,21 @@ def write_report(run_dir: str | os.PathLike[str], report: Mapping[str, Any]) -> 
     return path
 
 
-class ReportWriter:
-    """report.json and report.html written row by row, in any order, with memory bounded by
-    one row: each row is serialized as it comes (its report.json and report.html forms) to a
-    spool file, then both files are written in report order (:func:`~._data.row_order`, then
-    the index each row was given: its example's place in the suite).
+Entry = tuple[bool, int, int, int, int, int]
+"""Where a spooled row goes and where it is: its report order, its index, its offset in the
+spool and the lengths of its report.json and report.html forms."""
 
-    The bytes are those of :func:`write_report` on the same rows (a test pins them).
-    """
 
-    def __init__(self, run_dir: str | os.PathLike[str], n_rows: int) -> None:
-        self.run_dir = Path(run_dir)
-        self.n_rows = n_rows
+class RowSpool:
+    """Report rows serialized as they come (their report.json and report.html forms) to a file
+    of their own, with where each one went. One process writes a spool; another may read it."""
+
+    def __init__(self, text_cap: int) -> None:
+        self.file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the writer that made it
+        self.text_cap = text_cap
         self.tally = RowTally()
-        self._text_cap = html_text_cap(n_rows)
-        self._spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed by write() or on leaving a with block
-        self._offset = 0
-        self._entries: list[tuple[bool, int, int, int, int, int]] = []
-
-    def __enter__(self) -> ReportWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._spool.close()
+        self.entries: list[Entry] = []
+        self.offset = 0
 
     def add(self, index: int, row: Mapping[str, Any]) -> None:
         """One example's row (:func:`~._data.example_row`); ``index`` is its place in the suite."""
@@ -81,33 +73,72 @@ class ReportWriter:
         # report.json indents a row two levels deep: orjson's own lines, four spaces further in
         # (a newline inside a string is escaped, so every raw newline is indentation).
         as_json = b"    " + orjson.dumps(row, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n    ")
-        as_html = embed_json(html_row(row, self._text_cap)).encode("utf-8")
-        self._spool.write(as_json)
-        self._spool.write(as_html)
-        self._entries.append((*row_order(row), index, self._offset, len(as_json), len(as_html)))
-        self._offset += len(as_json) + len(as_html)
+        as_html = embed_json(html_row(row, self.text_cap)).encode("utf-8")
+        # at its own offset, not the file's position: another process may have written this spool
+        os.pwrite(self.file.fileno(), as_json + as_html, self.offset)
+        self.entries.append((*row_order(row), index, self.offset, len(as_json), len(as_html)))
+        self.offset += len(as_json) + len(as_html)
+
+    def state(self) -> tuple[list[Entry], RowTally, int]:
+        """What another process needs to read this spool or write on in it."""
+        return self.entries, self.tally, self.offset
+
+    def adopt(self, state: tuple[list[Entry], RowTally, int]) -> None:
+        """Take over the :meth:`state` of this spool as written by another process."""
+        self.entries, self.tally, self.offset = state
+
+
+class ReportWriter:
+    """report.json and report.html written row by row, in any order, with memory bounded by
+    one row: rows go to spools (one per process writing them), then both files are written in
+    report order (:func:`~._data.row_order`, then the index each row was given: its example's
+    place in the suite).
+
+    The bytes are those of :func:`write_report` on the same rows (a test pins them).
+    """
+
+    def __init__(self, run_dir: str | os.PathLike[str], n_rows: int, *, spools: int = 1) -> None:
+        self.run_dir = Path(run_dir)
+        self.n_rows = n_rows
+        self.spools = [RowSpool(html_text_cap(n_rows)) for _ in range(spools)]
+
+    def __enter__(self) -> ReportWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for spool in self.spools:
+            spool.file.close()
+
+    def add(self, index: int, row: Mapping[str, Any]) -> None:
+        """One example's row into the first spool (:meth:`RowSpool.add`)."""
+        self.spools[0].add(index, row)
+
+    @property
+    def tally(self) -> RowTally:
+        """What the rows spooled so far say as a whole."""
+        tally = RowTally()
+        for spool in self.spools:
+            tally.merge(spool.tally)
+        return tally
 
     def _rows(self, html: bool) -> Any:
-        fd = self._spool.fileno()
-        for *_, offset, json_len, html_len in self._entries:
-            yield os.pread(fd, html_len, offset + json_len) if html else os.pread(fd, json_len, offset)
+        entries = sorted((*entry[:3], k, *entry[3:]) for k, spool in enumerate(self.spools) for entry in spool.entries)
+        fds = [spool.file.fileno() for spool in self.spools]
+        for *_, k, offset, json_len, html_len in entries:
+            yield os.pread(fds[k], html_len, offset + json_len) if html else os.pread(fds[k], json_len, offset)
 
     def write(self, header: Mapping[str, Any]) -> Path:
         """Write both files around ``header`` (:func:`~._data.report_header`); returns the HTML path."""
-        self._spool.flush()
-        self._entries.sort()
         head = orjson.dumps(header, option=orjson.OPT_INDENT_2)
         path = self.run_dir / "report.html"
         with progress_bar(2, "write report", unit="file") as bar:
             with atomic_writer(self.run_dir / "report.json") as fh:
-                if self._entries:
-                    assert head.endswith(b"[]\n}")
-                    fh.write(head[:-3] + b"\n")
-                    for n, row in enumerate(self._rows(html=False)):
-                        fh.write(b",\n" + row if n else row)
-                    fh.write(b"\n  ]\n}\n")
-                else:
-                    fh.write(head + b"\n")
+                # "examples" is the header's last key, written empty: the rows go inside its "[]"
+                fh.write(head[:-3])
+                n = 0
+                for n, row in enumerate(self._rows(html=False), start=1):
+                    fh.write(b",\n" + row if n > 1 else b"\n" + row)
+                fh.write(b"\n  ]\n}\n" if n else b"]\n}\n")
             bar.update()
             before, after = html_around_rows(header, self.n_rows, self.tally.regressed)
             with atomic_writer(path) as fh:
@@ -116,7 +147,6 @@ class ReportWriter:
                     fh.write(b"," + row if n else row)
                 fh.write(after.encode("utf-8"))
             bar.update()
-        self._spool.close()
         return path
 
 

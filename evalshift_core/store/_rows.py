@@ -95,7 +95,11 @@ class MemoryRows:
         return len(self.examples)
 
     def __iter__(self) -> Iterator[tuple[Row, Any]]:
-        for row in pair_rows(self.examples, self.calls):
+        return self.part(range(len(self.examples)))
+
+    def part(self, indexes: range) -> Iterator[tuple[Row, Any]]:
+        """The rows of the examples at ``indexes`` (a contiguous range), each with its handle."""
+        for row in pair_rows(self.examples[indexes.start:indexes.stop], self.calls):
             yield row, row
 
     def again(self, handle: Any) -> Row:
@@ -172,11 +176,23 @@ class SavedRows:
             raise validation_error(exc, file=str(self.run_dir / EXAMPLES_FILE), line=lineno) from exc
 
     def __iter__(self) -> Iterator[tuple[Row, tuple[bytes, int]]]:
+        return self.part(range(self._count))
+
+    def part(self, indexes: range) -> Iterator[tuple[Row, tuple[bytes, int]]]:
+        """The rows of the examples at ``indexes`` (a contiguous range), each with its handle;
+        the lines before it are skipped unread."""
+        index = -1
         with open(self.run_dir / EXAMPLES_FILE, "rb") as fh:
             for lineno, line in enumerate(fh, start=1):
-                if line.strip():
-                    handle = (line, lineno)
-                    yield self.again(handle), handle
+                if not line.strip():
+                    continue
+                index += 1
+                if index < indexes.start:
+                    continue
+                if index >= indexes.stop:
+                    return
+                handle = (line, lineno)
+                yield self.again(handle), handle
 
     def dropped_params(self) -> dict[str, Counter[str]]:
         return self._dropped

@@ -1,0 +1,185 @@
+"""Score, analyse and report a replayed run, one example at a time, on both cores.
+
+The work splits by example: the first pass scores each example, counts its tool use and, for an
+example no record can make a regression (no score dropped, no label), spools its report row
+then; after the analysis, a second pass reads the other examples again and spools their rows
+with their regressions. Each pass runs its second half in a forked process when the run is large
+enough for that to pay (:data:`PARALLEL_MIN_EXAMPLES`) and forking is safe; both halves spool
+their own rows and the parent gathers the rest, in example order, so the outputs are the same
+bytes either way.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple, TypeVar
+
+from ._exceptions import EvalShiftError
+from ._io import atomic_write_json, atomic_write_jsonl
+from ._progress import tracked
+from .analysis import Analysis, analyze
+from .analysis._headline import headline
+from .analysis._tool_use import ToolUseTally
+from .config._config import Config
+from .evaluators import ScoreRecord
+from .evaluators._registry import resolve_evaluators, row_scorer, scoring_progress, sidecars
+from .evaluators._speed import cyclic_gc_paused
+from .report._data import (
+    distributions,
+    example_row,
+    regressions_by_example,
+    report_header,
+    severities,
+)
+from .report._report import ReportWriter, RowSpool
+from .store._rows import MemoryRows, SavedRows
+from .store._runs import Manifest
+
+PARALLEL_MIN_EXAMPLES = 20_000
+"""Runs from this many examples up score on two processes (below it, forking costs more than it saves)."""
+
+T = TypeVar("T")
+
+
+class ExampleFacts(NamedTuple):
+    """What the analysis reads of an example: its clusters, whether it was promoted."""
+
+    id: str
+    cluster: str | None
+    tags: list[str]
+    promotion_source: str | None
+
+
+@dataclass
+class _Scored:
+    """What the first pass learnt of a range of examples."""
+
+    records: list[ScoreRecord] = field(default_factory=list)
+    facts: list[ExampleFacts] = field(default_factory=list)
+    use: ToolUseTally = field(default_factory=ToolUseTally)
+    later: list[tuple[int, Any]] = field(default_factory=list)
+    """(index, handle) of the examples whose rows wait for the analysis."""
+    spooled: Any = None
+    """The state of the spool this range's rows went to."""
+
+
+def _parallel(n: int) -> bool:
+    """Whether splitting work over ``n`` examples between two processes pays and is safe: a
+    large run, two cores, fork available, and no other thread that a fork could catch holding a lock."""
+    return (n >= PARALLEL_MIN_EXAMPLES and (os.cpu_count() or 1) >= 2 and sys.platform != "win32"
+            and "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1)
+
+
+def _child(work: Callable[[range], T], part: range, conn: Any) -> None:
+    try:
+        conn.send((True, work(part)))
+    except BaseException as exc:  # handed to the parent, which raises it
+        try:
+            pickle.loads(pickle.dumps(exc))
+        except Exception:  # an exception that does not travel: its words do
+            exc = EvalShiftError(f"{type(exc).__name__}: {exc}")
+        conn.send((False, exc))
+    finally:
+        conn.close()
+
+
+def in_halves(work: Callable[[range], T], n: int) -> list[T]:
+    """``work`` over examples ``[0, n)``: as one range, or as two halves with the second in a
+    forked process when :func:`_parallel` says so. Results come in range order."""
+    if not _parallel(n):
+        return [work(range(n))]
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+    half = n // 2
+    child = ctx.Process(target=_child, args=(work, range(half, n), send), daemon=True)
+    child.start()
+    send.close()
+    try:
+        mine = work(range(half))
+        try:
+            ok, theirs = receive.recv()
+        except EOFError:
+            child.join()
+            raise EvalShiftError(f"the process scoring the second half of the run ended without a result "
+                                 f"(exit code {child.exitcode})") from None
+    finally:
+        receive.close()
+        child.join()
+    if not ok:
+        raise theirs
+    return [mine, theirs]
+
+
+def evaluate_rows(
+    run_dir: Path, manifest: Manifest, rows: MemoryRows | SavedRows, config: Config
+) -> tuple[Analysis, Path, dict[str, Any]]:
+    """Score a run's rows with the configured evaluators, analyse them and write scores.jsonl,
+    analysis.json, report.json and report.html; returns the analysis, the report's path and the
+    per-tool counts."""
+    from .ingest._traces import load_traces
+
+    evaluators = resolve_evaluators(config.evaluators, providers=config.providers)
+    # Timelines attached with `evalshift traces import` feed agent_trace; judges need the providers.
+    # A run folder is <base>/runs/<id>: its examples' toolset_ref sidecars live in <base>/toolsets.
+    score = row_scorer(evaluators, load_traces(run_dir), sidecars(run_dir.parent.parent))
+    n = len(rows)
+    with ReportWriter(run_dir, n, spools=2) as writer:
+
+        def first_pass(part: range) -> _Scored:
+            spool = writer.spools[0 if part.start == 0 else 1]
+            out = _Scored()
+            with scoring_progress(len(part), None if part.start == 0 else False) as bar, cyclic_gc_paused():
+                for index, ((example, src, tgt, extra), handle) in zip(part, rows.part(part)):
+                    bar.update(1)
+                    scored = score(example, src, tgt, extra)
+                    out.records += scored
+                    out.facts.append(ExampleFacts(example.id, example.cluster, example.tags, example.promotion_source))
+                    out.use.add(example, src, tgt)
+                    if any(r.target_score < r.source_score or r.labels for r in scored):
+                        out.later.append((index, handle))
+                    else:
+                        spool.add(index, example_row(example, src, tgt))
+            out.spooled = spool.state()
+            return out
+
+        scored = in_halves(first_pass, n)
+        records = [r for part in scored for r in part.records]
+        facts = [f for part in scored for f in part.facts]
+        later = [item for part in scored for item in part.later]
+        use = ToolUseTally()
+        for k, part in enumerate(scored):
+            use.merge(part.use)
+            writer.spools[k].adopt(part.spooled)
+
+        atomic_write_jsonl(run_dir / "scores.jsonl", (s.model_dump(mode="json") for s in
+                                                      tracked(records, len(records), "write scores")))
+        floors = {(ev.type_name, ev.name): ev.severity_floor for ev in evaluators}
+        tool_calls = use.result().as_dict()
+        # Examples carry the clusters (source trace, tags) the standard errors are corrected for.
+        analysis = analyze(records, policy=config.migration_policy, examples=facts, severity_floors=floors,
+                           tool_use=tool_calls)
+        analysis.headline = headline(analysis, tool_calls)  # the tools each side called, in words
+        atomic_write_json(run_dir / "analysis.json", analysis.model_dump(mode="json"))
+
+        severity_of, regressed = severities(analysis), regressions_by_example(analysis)
+
+        def second_pass(part: range) -> Any:
+            spool: RowSpool = writer.spools[0 if part.start == 0 else 1]
+            waiting = [later[i] for i in part]
+            for index, handle in tracked(waiting, len(waiting), "build report", unit="example") if part.start == 0 else waiting:
+                example, src, tgt, _ = rows.again(handle)
+                spool.add(index, example_row(example, src, tgt, regressed.get(example.id, ()), severity_of))
+            return spool.state()
+
+        for k, spooled in enumerate(in_halves(second_pass, len(later))):
+            writer.spools[k].adopt(spooled)
+        header = report_header(analysis, manifest, tool_calls, rows.dropped_params(), distributions(records),
+                               writer.tally)
+        return analysis, writer.write(header), tool_calls
