@@ -240,11 +240,11 @@ def evaluate_pair(
 
 def scoring_progress(total: int, progress: bool | None = None) -> Any:
     """The scoring's progress bar: on a terminal, from PROGRESS_MIN_EXAMPLES examples up, unless told."""
-    from tqdm import tqdm
+    from .._progress import bar_class
 
     if progress is None:
         progress = total >= PROGRESS_MIN_EXAMPLES and sys.stderr.isatty()
-    return tqdm(total=total, desc="evaluate", unit="example", disable=not progress, leave=False)
+    return bar_class()(total=total, desc="evaluate", unit="example", disable=not progress, leave=False)
 
 
 class _OutOfOrder(Exception):
