@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "tests" / "core"))
 
 from _replicated_run import replicate_run  # noqa: E402
 
-SERIAL = "import evalshift_core._evaluation as e; e.PARALLEL_MIN_EXAMPLES = 10**12; "
+SERIAL = "import evalshift_core._parallel as e; e.PARALLEL_MIN_EXAMPLES = 10**12; "
 
 
 PARSE = """

@@ -4,25 +4,19 @@ The work splits by example: the first pass scores each example, counts its tool 
 example no record can make a regression (no score dropped, no label), spools its report row
 then; after the analysis, a second pass reads the other examples again and spools their rows
 with their regressions. Each pass runs its second half in a forked process when the run is large
-enough for that to pay (:data:`PARALLEL_MIN_EXAMPLES`) and forking is safe; both halves spool
+enough for that to pay and forking is safe (:func:`~._parallel.in_halves`); both halves spool
 their own rows and the parent gathers the rest, in example order, so the outputs are the same
 bytes either way.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import pickle
-import sys
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
-from ._exceptions import EvalShiftError
 from ._io import atomic_write_json, atomic_write_jsonl
+from ._parallel import in_halves
 from ._progress import tracked
 from .analysis import Analysis, analyze
 from .analysis._headline import headline
@@ -41,11 +35,6 @@ from .report._data import (
 from .report._report import ReportWriter, RowSpool
 from .store._rows import MemoryRows, SavedRows
 from .store._runs import Manifest
-
-PARALLEL_MIN_EXAMPLES = 20_000
-"""Runs from this many examples up score on two processes (below it, forking costs more than it saves)."""
-
-T = TypeVar("T")
 
 
 class ExampleFacts(NamedTuple):
@@ -68,53 +57,6 @@ class _Scored:
     """(index, handle) of the examples whose rows wait for the analysis."""
     spooled: Any = None
     """The state of the spool this range's rows went to."""
-
-
-def _parallel(n: int) -> bool:
-    """Whether splitting work over ``n`` examples between two processes pays and is safe: a
-    large run, two cores, fork available, and no other thread that a fork could catch holding a lock."""
-    return (n >= PARALLEL_MIN_EXAMPLES and (os.cpu_count() or 1) >= 2 and sys.platform != "win32"
-            and "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1)
-
-
-def _child(work: Callable[[range], T], part: range, conn: Any) -> None:
-    try:
-        conn.send((True, work(part)))
-    except BaseException as exc:  # handed to the parent, which raises it
-        try:
-            pickle.loads(pickle.dumps(exc))
-        except Exception:  # an exception that does not travel: its words do
-            exc = EvalShiftError(f"{type(exc).__name__}: {exc}")
-        conn.send((False, exc))
-    finally:
-        conn.close()
-
-
-def in_halves(work: Callable[[range], T], n: int) -> list[T]:
-    """``work`` over examples ``[0, n)``: as one range, or as two halves with the second in a
-    forked process when :func:`_parallel` says so. Results come in range order."""
-    if not _parallel(n):
-        return [work(range(n))]
-    ctx = multiprocessing.get_context("fork")
-    receive, send = ctx.Pipe(duplex=False)
-    half = n // 2
-    child = ctx.Process(target=_child, args=(work, range(half, n), send), daemon=True)
-    child.start()
-    send.close()
-    try:
-        mine = work(range(half))
-        try:
-            ok, theirs = receive.recv()
-        except EOFError:
-            child.join()
-            raise EvalShiftError(f"the process scoring the second half of the run ended without a result "
-                                 f"(exit code {child.exitcode})") from None
-    finally:
-        receive.close()
-        child.join()
-    if not ok:
-        raise theirs
-    return [mine, theirs]
 
 
 def evaluate_rows(

@@ -153,6 +153,7 @@ class ReportWriter:
 def render_run_report(base: str | os.PathLike[str], run_id: str) -> Path:
     """Rebuild ``report.json`` and ``report.html`` of a finished run from its files on disk,
     one example at a time."""
+    from .._parallel import in_halves
     from ..analysis import load_analysis
     from ..analysis._tool_use import ToolUseTally
     from ..evaluators import ScoreRecord
@@ -169,11 +170,22 @@ def render_run_report(base: str | os.PathLike[str], run_id: str) -> Path:
     if scores_path.exists():
         charted = distributions(row for _, row in iter_models(scores_path, ScoreRecord, what="score row"))
     severity_of, regressed = severities(analysis), regressions_by_example(analysis)
-    use = ToolUseTally()
-    with ReportWriter(run_dir, len(rows)) as writer:
-        for index, ((ex, src, tgt, _), _) in enumerate(tracked(rows, len(rows), "build report", unit="example")):
-            writer.add(index, example_row(ex, src, tgt, regressed.get(ex.id, ()), severity_of))
-            use.add(ex, src, tgt)
+    with ReportWriter(run_dir, len(rows), spools=2) as writer:
+
+        def rows_of(part: range) -> tuple[Any, ToolUseTally]:
+            spool, use = writer.spools[0 if part.start == 0 else 1], ToolUseTally()
+            items = rows.part(part)
+            if part.start == 0:
+                items = tracked(items, len(part), "build report", unit="example")
+            for index, ((ex, src, tgt, _), _) in zip(part, items):
+                spool.add(index, example_row(ex, src, tgt, regressed.get(ex.id, ()), severity_of))
+                use.add(ex, src, tgt)
+            return spool.state(), use
+
+        use = ToolUseTally()
+        for k, (spooled, counted) in enumerate(in_halves(rows_of, len(rows))):
+            writer.spools[k].adopt(spooled)
+            use.merge(counted)
         header = report_header(analysis, manifest, use.result().as_dict(), rows.dropped_params(), charted,
                                writer.tally)
         return writer.write(header)

@@ -13,6 +13,7 @@ import pytest
 from _replicated_run import copy_demo_run, replicate_run
 
 import evalshift_core._evaluation as evaluation
+import evalshift_core._parallel as parallel
 from evalshift_core._compare import evaluate_saved_run
 from evalshift_core._exceptions import EvalShiftError, InputError
 from evalshift_core.analysis._tool_use import ToolUseTally, tool_use
@@ -24,7 +25,7 @@ from evalshift_core.report._data import (
     regressions_by_example,
     severities,
 )
-from evalshift_core.report._report import ReportWriter, write_report
+from evalshift_core.report._report import ReportWriter, render_run_report, write_report
 from evalshift_core.store._rows import RunCalls, SavedRows, record_written, written_intact
 from evalshift_core.store._runs import load_run
 
@@ -47,12 +48,18 @@ def test_two_processes_write_what_one_writes(tmp_path: Path, monkeypatch: pytest
         halves.append(len(out))
         return out
 
-    monkeypatch.setattr(evaluation, "_parallel", lambda n: n > 0)
+    monkeypatch.setattr(parallel, "_parallel", lambda n: n > 0)
     monkeypatch.setattr(evaluation, "in_halves", counted)
     two = evaluate_saved_run(run_id, config=Config(), base=tmp_path)
     assert halves == [2, 2]  # both passes forked
     assert _digest(two.run_dir) == serial
     assert two.analysis == one.analysis
+    monkeypatch.setattr(parallel, "in_halves", counted)
+    for name in ("report.json", "report.html"):
+        (two.run_dir / name).unlink()
+    render_run_report(tmp_path, run_id)  # `evalshift report`, its rows on two processes too
+    assert halves == [2, 2, 2]
+    assert _digest(two.run_dir) == serial
 
 
 class _Fails(ToolEvaluator):
@@ -68,7 +75,7 @@ class _Fails(ToolEvaluator):
 
 def test_an_error_in_the_forked_half_is_raised_by_the_caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run_id = replicate_run(tmp_path, 3_000, seed=7)
-    monkeypatch.setattr(evaluation, "_parallel", lambda n: n > 0)
+    monkeypatch.setattr(parallel, "_parallel", lambda n: n > 0)
     monkeypatch.setattr(evaluation, "resolve_evaluators", lambda *a, **k: [_Fails({"name": "late"})])
     with pytest.raises(ValueError, match=r"cannot score .*-002900"):
         evaluate_saved_run(run_id, config=Config(), base=tmp_path)
@@ -84,9 +91,9 @@ def test_an_exception_that_does_not_pickle_travels_as_its_words(monkeypatch: pyt
             raise Stubborn("no", where="the second half")
         return 1
 
-    monkeypatch.setattr(evaluation, "_parallel", lambda n: True)
+    monkeypatch.setattr(parallel, "_parallel", lambda n: True)
     with pytest.raises(EvalShiftError, match="Stubborn: no at the second half"):
-        evaluation.in_halves(work, 10**6)
+        parallel.in_halves(work, 10**6)
 
 
 def test_report_rows_written_in_any_order_over_two_spools_equal_the_whole_report(tmp_path: Path) -> None:
