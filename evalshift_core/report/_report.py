@@ -15,7 +15,7 @@ import orjson
 
 from .._exceptions import InputError
 from .._io import atomic_write_bytes, atomic_write_json, atomic_writer, iter_models
-from .._progress import progress_bar, tracked
+from .._progress import count_lines, progress_bar, tracked
 from ._data import (
     RowTally,
     as_analysis,
@@ -168,7 +168,8 @@ def render_run_report(base: str | os.PathLike[str], run_id: str) -> Path:
     scores_path = run_dir / "scores.jsonl"
     charted = None
     if scores_path.exists():
-        charted = distributions(row for _, row in iter_models(scores_path, ScoreRecord, what="score row"))
+        scores = iter_models(scores_path, ScoreRecord, what="score row")
+        charted = distributions(row for _, row in tracked(scores, count_lines(scores_path), "load scores"))
     severity_of, regressed = severities(analysis), regressions_by_example(analysis)
     with ReportWriter(run_dir, len(rows), spools=2) as writer:
 
