@@ -33,7 +33,7 @@ from .report._data import (
     severities,
 )
 from .report._report import ReportWriter, RowSpool
-from .store._rows import MemoryRows, SavedRows
+from .store._rows import SCORES_FILE, MemoryRows, SavedRows, record_written
 from .store._runs import Manifest
 
 
@@ -100,8 +100,9 @@ def evaluate_rows(
             use.merge(part.use)
             writer.spools[k].adopt(part.spooled)
 
-        atomic_write_jsonl(run_dir / "scores.jsonl", (s.model_dump(mode="json") for s in
-                                                      tracked(records, len(records), "write scores")))
+        atomic_write_jsonl(run_dir / SCORES_FILE, (s.model_dump(mode="json") for s in
+                                                    tracked(records, len(records), "write scores")))
+        record_written(run_dir, [SCORES_FILE])  # `evalshift report` then reads its rows as they are
         floors = {(ev.type_name, ev.name): ev.severity_floor for ev in evaluators}
         tool_calls = use.result().as_dict()
         # Examples carry the clusters (source trace, tags) the standard errors are corrected for.

@@ -12,7 +12,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import orjson
@@ -103,6 +103,12 @@ def tools_called(source: Call | None, target: Call | None) -> list[str]:
     return [f"Round {k}: {_names_line(source, k)} → {_names_line(target, k)}" for k in _round_numbers(*traces)]
 
 
+@lru_cache(maxsize=4096)
+def _name_opcodes(source: tuple[str, ...], target: tuple[str, ...]) -> list[tuple[str, int, int, int, int]]:
+    """How one round's tool names align; a run repeats few such pairs, so each is diffed once."""
+    return difflib.SequenceMatcher(a=source, b=target, autojunk=False).get_opcodes()
+
+
 def trace_diff(source: ToolTrace | None, target: ToolTrace | None) -> list[dict[str, Any]]:
     """Side-by-side diff of two traces, aligned on tool names per round.
 
@@ -114,9 +120,8 @@ def trace_diff(source: ToolTrace | None, target: ToolTrace | None) -> list[dict[
     for k in _round_numbers(source, target):
         src = source.round(k) if source is not None else []
         tgt = target.round(k) if target is not None else []
-        matcher = difflib.SequenceMatcher(a=[c.tool_name for c in src], b=[c.tool_name for c in tgt], autojunk=False)
         pairs: list[tuple[str, ToolCall | None, ToolCall | None]] = []
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        for tag, i1, i2, j1, j2 in _name_opcodes(tuple(c.tool_name for c in src), tuple(c.tool_name for c in tgt)):
             if tag == "equal":
                 for a, b in zip(src[i1:i2], tgt[j1:j2]):
                     pairs.append(("same" if a.arguments == b.arguments else "changed", a, b))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import tempfile
 import webbrowser
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -157,7 +157,7 @@ def render_run_report(base: str | os.PathLike[str], run_id: str) -> Path:
     from ..analysis import load_analysis
     from ..analysis._tool_use import ToolUseTally
     from ..evaluators import ScoreRecord
-    from ..store._rows import run_rows
+    from ..store._rows import SCORES_FILE, open_lines, run_rows, written_intact
 
     manifest, run_dir, rows = run_rows(base, run_id)
     analysis_path = run_dir / "analysis.json"
@@ -168,8 +168,11 @@ def render_run_report(base: str | os.PathLike[str], run_id: str) -> Path:
     scores_path = run_dir / "scores.jsonl"
     charted = None
     if scores_path.exists():
-        scores = iter_models(scores_path, ScoreRecord, what="score row")
-        charted = distributions(row for _, row in tracked(scores, count_lines(scores_path), "load scores"))
+        # rows evaluate wrote are read as they are; any others validated, each bad one named
+        scores: Iterable[Any] = (
+            (orjson.loads(line) for line in open_lines(scores_path)) if written_intact(run_dir, [SCORES_FILE])
+            else (row for _, row in iter_models(scores_path, ScoreRecord, what="score row")))
+        charted = distributions(tracked(scores, count_lines(scores_path), "load scores"))
     severity_of, regressed = severities(analysis), regressions_by_example(analysis)
     with ReportWriter(run_dir, len(rows), spools=2) as writer:
 

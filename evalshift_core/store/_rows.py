@@ -37,7 +37,10 @@ from ._runs import (
 )
 
 WRITTEN_FILE = "written.json"
-"""The sha256 of a run's examples.jsonl and raw.jsonl when its replay last finished writing them."""
+"""The sha256 of a run's examples.jsonl and raw.jsonl when its replay last finished writing them,
+and of its scores.jsonl when evaluate last wrote it."""
+
+SCORES_FILE = "scores.jsonl"
 
 Row = tuple[Example, Call | None, Call | None, list[Call]]
 """An example with its source row, its target row and its extra source replays (``source_repeats``)."""
@@ -48,22 +51,38 @@ def _sha256(path: Path) -> str:
         return "sha256:" + hashlib.file_digest(fh, "sha256").hexdigest()
 
 
-def record_written(run_dir: str | os.PathLike[str]) -> None:
-    """Note the digests of the run's examples.jsonl and raw.jsonl as this EvalShift just wrote them."""
+def record_written(run_dir: str | os.PathLike[str], names: Sequence[str] = (EXAMPLES_FILE, RAW_FILE)) -> None:
+    """Note the digests of the run's files ``names`` as this EvalShift just wrote them."""
     out = Path(run_dir)
-    atomic_write_json(out / WRITTEN_FILE, {name: _sha256(out / name) for name in (EXAMPLES_FILE, RAW_FILE)})
+    noted = _noted(out) if list(names) != [EXAMPLES_FILE, RAW_FILE] else {}
+    atomic_write_json(out / WRITTEN_FILE, {**noted, **{name: _sha256(out / name) for name in names}})
 
 
-def written_intact(run_dir: str | os.PathLike[str]) -> bool:
-    """Whether the run's examples.jsonl and raw.jsonl are byte for byte what EvalShift last wrote
-    (a run from before ``written.json``, a hand edit or a copy of the lines elsewhere: False)."""
-    out = Path(run_dir)
+def _noted(out: Path) -> dict[str, Any]:
     try:
         noted = orjson.loads((out / WRITTEN_FILE).read_bytes())
-        return type(noted) is dict and all(
-            type(noted.get(name)) is str and _sha256(out / name) == noted[name] for name in (EXAMPLES_FILE, RAW_FILE))
     except (OSError, orjson.JSONDecodeError):
+        return {}
+    return noted if type(noted) is dict else {}
+
+
+def written_intact(run_dir: str | os.PathLike[str], names: Sequence[str] = (EXAMPLES_FILE, RAW_FILE)) -> bool:
+    """Whether the run's files ``names`` are byte for byte what EvalShift last wrote (a run from
+    before ``written.json``, a hand edit or a copy of the lines from elsewhere: False)."""
+    out = Path(run_dir)
+    noted = _noted(out)
+    try:
+        return all(type(noted.get(name)) is str and _sha256(out / name) == noted[name] for name in names)
+    except OSError:
         return False
+
+
+def open_lines(path: Path) -> Iterator[bytes]:
+    """The non-blank lines of a file EvalShift wrote."""
+    with open(path, "rb") as fh:
+        for line in fh:
+            if line.strip():
+                yield line
 
 
 def pair_rows(examples: Iterable[Example], calls: Iterable[Call]) -> Iterator[Row]:
