@@ -16,6 +16,7 @@ from typing import Any, TypeVar, overload
 
 from .._exceptions import ConfigError
 from .._models import Call, Example, Tool, ToolTrace
+from ..store._rows import pair_rows
 from ._base import Evaluator, Pair
 from ._calibration import Samples, calibrate
 from ._records import ScoreRecord
@@ -260,7 +261,7 @@ def _rows_in_order(examples: list[Example], calls: list[Call]) -> Rows:
     ``[source 1, target 1, source 2, target 2, ...]``.
 
     Raises :class:`_OutOfOrder` at the first row that breaks that order (the caller starts over
-    with :func:`_rows_by_lookup`). Reading each row beside its example keeps it in cache and
+    with :func:`~evalshift_core.store._rows.pair_rows`). Reading each row beside its example keeps it in cache and
     spares two lookups in two run-sized dicts per example.
     """
     if len(calls) != 2 * len(examples):
@@ -273,24 +274,6 @@ def _rows_in_order(examples: list[Example], calls: list[Call]) -> Rows:
                 or s.repeat):
             raise _OutOfOrder
         yield example, s, t, []
-
-
-def _rows_by_lookup(examples: list[Example], calls: list[Call]) -> Rows:
-    """Each example with its rows, in any row order; the last row of an (example, role, repeat)
-    wins, and a missing row gives None."""
-    sources: dict[str, dict[int, Call]] = {}
-    targets: dict[str, Call] = {}
-    for c in calls:
-        role = c.role
-        if role == "source":
-            sources.setdefault(c.example_id, {})[c.repeat or 0] = c
-        elif role == "target":
-            targets[c.example_id] = c
-    for example in examples:
-        example_id = example.id
-        repeats = sources.get(example_id, {})
-        extra = [repeats[k] for k in sorted(repeats) if k > 0]
-        yield example, repeats.get(0), targets.get(example_id), extra
 
 
 def _trace(row: Call | None) -> ToolTrace | None:
@@ -326,7 +309,7 @@ def evaluate_run(
             return _score_rows(_rows_in_order(examples, calls), built, timelines, bar, offered)
         except _OutOfOrder:
             bar.reset()
-            return _score_rows(_rows_by_lookup(examples, calls), built, timelines, bar, offered)
+            return _score_rows(pair_rows(examples, calls), built, timelines, bar, offered)
 
 
 def resolve_evaluators(
