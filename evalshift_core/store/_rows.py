@@ -143,27 +143,35 @@ def dropped_params(calls: Iterable[Call]) -> dict[str, Counter[str]]:
     return dropped
 
 
+_SPAN = 1 << 32
+"""A line's place in its file packed as one int: ``offset * _SPAN + length`` (lines are at most
+64 MiB, MAX_LINE_BYTES), so the index of a 200k-row run holds ints, not the lines."""
+
+
 class SavedRows:
     """The rows of a run folder :func:`written_intact` vouches for, read one example at a time.
 
-    Reading it indexes raw.jsonl (each line kept as bytes under its example, role and repeat);
-    iterating reads examples.jsonl line by line. A row's handle is its example's line and line number.
+    Reading it indexes raw.jsonl (where each line is, under its example, role and repeat);
+    iterating reads examples.jsonl line by line, and each example's Call rows from where the index
+    says. A row's handle is where its example's line is, and its line number.
     """
 
     def __init__(self, run_dir: str | os.PathLike[str]) -> None:
         self.run_dir = Path(run_dir)
-        self._lines: dict[tuple[str, str, int], bytes] = {}
+        self._at: dict[tuple[str, str, int], int] = {}
         self._repeats: dict[str, set[int]] = {}
         self._dropped: dict[str, Counter[str]] = {}
         self._roles: dict[str, list[int]] = {}  # role -> [rows, failed rows]
-        lines, repeats, roles = self._lines, self._repeats, self._roles
+        at, repeats, roles = self._at, self._repeats, self._roles
+        offset = 0
         with open(self.run_dir / RAW_FILE, "rb") as fh:
             for line in fh:
+                start, offset = offset, offset + len(line)
                 if not line.strip():
                     continue
                 row = orjson.loads(line)
                 role, repeat = row["role"], row.get("repeat") or 0
-                lines[(row["example_id"], role, repeat)] = line
+                at[(row["example_id"], role, repeat)] = start * _SPAN + len(line)
                 if repeat:
                     repeats.setdefault(row["example_id"], set()).add(repeat)
                 counts = roles.setdefault(role, [0, 0])
@@ -173,20 +181,31 @@ class SavedRows:
                     self._dropped.setdefault(row["model"], Counter()).update(row["dropped_params"])
         with open(self.run_dir / EXAMPLES_FILE, "rb") as fh:
             self._count = sum(1 for line in fh if line.strip())
+        # read at explicit offsets (pread), so a forked process may share the open files
+        self._raw = os.open(self.run_dir / RAW_FILE, os.O_RDONLY)
+        self._examples = os.open(self.run_dir / EXAMPLES_FILE, os.O_RDONLY)
+
+    def __del__(self) -> None:
+        for fd in (getattr(self, "_raw", None), getattr(self, "_examples", None)):
+            if fd is not None:
+                os.close(fd)
 
     def __len__(self) -> int:
         return self._count
 
     def _call(self, key: tuple[str, str, int]) -> Call | None:
-        line = self._lines.get(key)
-        return None if line is None else Call.model_validate_json(line)
+        place = self._at.get(key)
+        if place is None:
+            return None
+        return Call.model_validate_json(os.pread(self._raw, place % _SPAN, place // _SPAN))
 
-    def again(self, handle: tuple[bytes, int]) -> Row:
-        example = self._example(*handle)
+    def again(self, handle: tuple[int, int]) -> Row:
+        place, lineno = handle
+        example = self._example(os.pread(self._examples, place % _SPAN, place // _SPAN), lineno)
         example_id = example.id
-        extra = [Call.model_validate_json(self._lines[(example_id, "source", k)])
-                 for k in sorted(self._repeats.get(example_id, ()))]
-        return example, self._call((example_id, "source", 0)), self._call((example_id, "target", 0)), extra
+        extra = [self._call((example_id, "source", k)) for k in sorted(self._repeats.get(example_id, ()))]
+        return (example, self._call((example_id, "source", 0)), self._call((example_id, "target", 0)),
+                [c for c in extra if c is not None])
 
     def _example(self, line: bytes, lineno: int) -> Example:
         try:
@@ -194,15 +213,16 @@ class SavedRows:
         except ValidationError as exc:  # written.json matched, yet the line does not read back
             raise validation_error(exc, file=str(self.run_dir / EXAMPLES_FILE), line=lineno) from exc
 
-    def __iter__(self) -> Iterator[tuple[Row, tuple[bytes, int]]]:
+    def __iter__(self) -> Iterator[tuple[Row, tuple[int, int]]]:
         return self.part(range(self._count))
 
-    def part(self, indexes: range) -> Iterator[tuple[Row, tuple[bytes, int]]]:
+    def part(self, indexes: range) -> Iterator[tuple[Row, tuple[int, int]]]:
         """The rows of the examples at ``indexes`` (a contiguous range), each with its handle;
         the lines before it are skipped unread."""
-        index = -1
+        index, offset = -1, 0
         with open(self.run_dir / EXAMPLES_FILE, "rb") as fh:
             for lineno, line in enumerate(fh, start=1):
+                start, offset = offset, offset + len(line)
                 if not line.strip():
                     continue
                 index += 1
@@ -210,8 +230,12 @@ class SavedRows:
                     continue
                 if index >= indexes.stop:
                     return
-                handle = (line, lineno)
-                yield self.again(handle), handle
+                example = self._example(line, lineno)
+                example_id = example.id
+                extra = [self._call((example_id, "source", k)) for k in sorted(self._repeats.get(example_id, ()))]
+                row = (example, self._call((example_id, "source", 0)), self._call((example_id, "target", 0)),
+                       [c for c in extra if c is not None])
+                yield row, (start * _SPAN + len(line), lineno)
 
     def dropped_params(self) -> dict[str, Counter[str]]:
         return self._dropped
