@@ -183,3 +183,29 @@ def test_a_saved_runs_calls_are_read_when_first_used(tmp_path: Path) -> None:
     assert isinstance(done.calls, RunCalls)
     _, _, calls = load_run(tmp_path, run_id)
     assert list(done.calls) == calls and len(done.calls) == 80 and done.calls[3] == calls[3]
+
+
+def test_source_repeats_read_from_the_saved_run_score_as_in_memory(tmp_path: Path) -> None:
+    """A run replayed with source_repeats: its extra source rows are the A/A baseline, found by
+    the index of a saved run as by pairing rows in memory."""
+    outputs = []
+    for written in (False, True):
+        base = tmp_path / str(written)
+        run_id = replicate_run(base, 300, seed=11, written=False)
+        run_dir = base / "runs" / run_id
+        examples = [orjson.loads(line) for line in (run_dir / "examples.jsonl").read_bytes().splitlines()]
+        for example in examples:  # no recording: the repeats are the only A/A baseline
+            del example["recording"]
+        (run_dir / "examples.jsonl").write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in examples))
+        rows = [orjson.loads(line) for line in (run_dir / "raw.jsonl").read_bytes().splitlines()]
+        repeats = [{**r, "repeat": 1} for r in rows if r["role"] == "source"]
+        random.Random(1).shuffle(repeats)
+        (run_dir / "raw.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows + repeats))
+        if written:
+            record_written(run_dir)
+        drift = {"evaluators": {"tool_selection": [{"name": "routing", "divergence": "set"}]}}
+        done = evaluate_saved_run(run_id, config=Config.model_validate(drift), base=base)
+        assert isinstance(done.calls, RunCalls) == written
+        outputs.append({name: (done.run_dir / name).read_bytes() for name in OUTPUTS})
+    assert outputs[0] == outputs[1]
+    assert b'"kind":"source_repeats"' in outputs[1]["scores.jsonl"]
