@@ -15,6 +15,7 @@ from .._exceptions import ConfigError
 from .._models import Example
 from .._progress import counted, progress_bar
 from ..evaluators import ScoreRecord
+from ..evaluators._attribution import Attribution, attribute
 from ..evaluators._base import MISSED_BELOW
 from ..evaluators._calibration import UNCALIBRATED
 from ._headline import (
@@ -31,11 +32,9 @@ from ._labels import (
     REFUSAL_REGRESSION,
     TOOL_GROUND_TRUTH_MISS,
     UNLABELLED_SCORE_DROP,
-    attribution,
     diverged,
     is_ground_truth_miss,
     regression_labels,
-    tools_of,
 )
 from ._policy import MigrationPolicy
 from ._records import Analysis, ComparisonResult, LabelSummary, Regression
@@ -70,6 +69,16 @@ class _Group:
     """Drift rows without an A/A baseline: left out of the test and of every rate."""
     difference_sd: float = 0.0
     design_effect: float = 1.0
+    attributed: list[Attribution | None] = field(init=False)
+    """Per measured row: what it and each of its regression labels point at, read once for the
+    labels and the regressions alike; None for a row that neither regressed nor carries a label."""
+
+    def __post_init__(self) -> None:
+        self.attributed = []
+        for r in self.measured:
+            labels = regression_labels(r)
+            regressed = labels or r.target_score < r.source_score
+            self.attributed.append(attribute(r, labels) if regressed else None)
 
     @property
     def calibrated(self) -> bool:
@@ -272,15 +281,14 @@ def _label_summaries(groups: list[_Group]) -> tuple[dict[str, LabelSummary], dic
     for g in groups:
         where = g.result.label
         calibrated_drift = g.calibrated and g.result.baseline is not None
-        for r in g.measured:
-            labels = regression_labels(r)
-            if not labels and r.target_score < r.source_score and g.calibrated:
+        for r, attributed in zip(g.measured, g.attributed):
+            labels = attributed.labels if attributed is not None else {}
+            if attributed is not None and not labels and g.calibrated:  # regressed, with no label
                 categories.setdefault(UNLABELLED_SCORE_DROP, set()).add(r.example_id)
-            for label in labels:
+            for label, (tools, fields) in labels.items():
                 categories.setdefault(label, set()).add(r.example_id)
                 examples.setdefault(label, set()).add(r.example_id)
                 by_evaluator.setdefault(label, {}).setdefault(where, set()).add(r.example_id)
-                tools, fields = attribution(r, label)
                 for tool in tools:
                     by_tool.setdefault(label, {}).setdefault(tool, set()).add(r.example_id)
                 for f in fields:
@@ -668,17 +676,20 @@ def _decide(
     comparisons: list[ComparisonResult],
     tested: list[ComparisonResult],
     harness: list[str],
+    labels: dict[str, LabelSummary],
     pol: MigrationPolicy,
     found: _Findings,
 ) -> tuple[Literal["pass", "fail", "inconclusive"], list[str]]:
     """The verdict and its reasons, decisive ones first.
 
     The reasons name labels only where the verdict rests on them: calibrated comparisons.
+    ``labels`` are every comparison's, summed again here only when some are not calibrated.
     """
     fail, inconclusive, notes, banners = found.fail, found.inconclusive, found.notes, found.banners
     a = pol.alpha
     delta = pol.minimum_detectable_drop
-    label_lines = _label_lines(_label_summaries([g for g in groups if g.calibrated])[0])
+    calibrated = [g for g in groups if g.calibrated]
+    label_lines = _label_lines(labels if len(calibrated) == len(groups) else _label_summaries(calibrated)[0])
     tested_any = any(c.status == "measured" for c in comparisons)
     verdict: Literal["pass", "fail", "inconclusive"]
     if harness:
@@ -724,14 +735,15 @@ def _regressions(groups: list[_Group]) -> list[Regression]:
         Regression.model_construct(
             example_id=r.example_id, evaluator=g.result.evaluator, name=g.result.name,
             side=g.result.side, source_score=r.source_score, target_score=r.target_score,
-            labels=list(r.labels), tools=tools_of(r),
+            labels=list(r.labels), tools=attributed.tools,
             severity=at_least(g.result.severity or "low", _min_severity(r)),
             metadata=r.metadata,
         )
         for g in groups
         if g.calibrated
-        for r in g.measured
-        if r.target_score < r.source_score or (g.result.baseline is None and regression_labels(r))
+        for r, attributed in zip(g.measured, g.attributed)
+        # a row with neither a drop nor a regression label was not attributed
+        if attributed is not None and (r.target_score < r.source_score or (g.result.baseline is None and attributed.labels))
     ]
     regressions.sort(key=lambda x: -severity_rank(x.severity or "low"))
     return regressions
@@ -796,7 +808,7 @@ def analyze(
     _apply_thresholds(comparisons, pol, found)
     _apply_budgets(groups, pol, seed=seed, n_resamples=n_resamples, found=found)
     _recommend(groups, comparisons, failure_categories, pol, found)
-    verdict, reasons = _decide(groups, comparisons, tested, harness, pol, found)
+    verdict, reasons = _decide(groups, comparisons, tested, harness, labels, pol, found)
     regressions = _regressions(groups)
     bar.update()
     bar.close()
