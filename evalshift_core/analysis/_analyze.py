@@ -9,6 +9,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, Literal
 
 from .._exceptions import ConfigError
@@ -76,7 +77,7 @@ class _Group:
     def __post_init__(self) -> None:
         self.attributed = []
         for r in self.measured:
-            labels = regression_labels(r)
+            labels = regression_labels(r) if r.labels else []
             regressed = labels or r.target_score < r.source_score
             self.attributed.append(attribute(r, labels) if regressed else None)
 
@@ -95,8 +96,8 @@ def _baseline_kind(record: ScoreRecord) -> str | None:
     return None
 
 
-def _drifted(score: float) -> bool:
-    """A drift score below 1.0: this side differed from the reference."""
+def _drifted(score: Any) -> Any:
+    """A drift score below 1.0: this side differed from the reference (elementwise on an array)."""
     return score < 1.0 - TIE_TOLERANCE
 
 
@@ -164,9 +165,11 @@ def _compare(
     import numpy as np
 
     evaluator, name, side = key
-    skipped = [r for r in rows if r.skipped]
-    misses = [r for r in rows if not r.skipped and is_ground_truth_miss(r)]
-    measured = [r for r in rows if not r.skipped and not is_ground_truth_miss(r)]
+    skipped: list[ScoreRecord] = []
+    misses: list[ScoreRecord] = []
+    measured: list[ScoreRecord] = []
+    for r in rows:
+        (skipped if r.skipped else misses if is_ground_truth_miss(r) else measured).append(r)
     if not measured:
         why = (f"{NOTHING_MEASURED}: every row was skipped" if not misses
                else f"{NOTHING_MEASURED}: every measured row was a {TOOL_GROUND_TRUTH_MISS}")
@@ -176,7 +179,7 @@ def _compare(
         return _Group(result=result, ground_truth_misses=misses)
     kinds = [_baseline_kind(r) for r in measured]
     drift = any(k is not None for k in kinds)
-    uncalibrated = [r for r, k in zip(measured, kinds) if k == UNCALIBRATED]
+    uncalibrated = [r for r, k in zip(measured, kinds) if k == UNCALIBRATED] if drift else []
     if drift and len(uncalibrated) == len(measured):
         return _uncalibrated(key, measured, skipped, misses)
     if uncalibrated:
@@ -185,7 +188,8 @@ def _compare(
     t = np.array([r.target_score for r in measured])
     d = t - s
     n = d.size
-    clusters = None if clusters_of is None else [clusters_of.get(r.example_id, f"example:{r.example_id}") for r in measured]
+    clusters = None if clusters_of is None else [
+        clusters_of.get(r.example_id) or f"example:{r.example_id}" for r in measured]
     n_clusters = len(set(clusters)) if clusters is not None else n
     shared = clusters is not None and 2 <= n_clusters < n
     test = paired_test(s, t, clusters=clusters if shared else None)
@@ -194,11 +198,11 @@ def _compare(
     sd = float(d.std(ddof=1)) if n > 1 else 0.0
     se = standard_error(d)
     se_cl = clustered_standard_error(d, clusters) if shared and clusters is not None else None
-    regressed = [r for r in measured if r.target_score < r.source_score]
+    dropped = t < s
     affected = int(np.sum(d <= -MATERIAL_DROP + 1e-12))
     # A calibrated drift row regressed when the target drifted further than the source's own
     # second run; its labels alone are the same noise the baseline shows.
-    flagged = regressed if drift else [r for r in measured if r.target_score < r.source_score or regression_labels(r)]
+    flagged = [r for r, drop in zip(measured, dropped.tolist()) if drop or (not drift and regression_labels(r))]
     difference = float(d.mean())
     severity = None
     if flagged:
@@ -223,14 +227,14 @@ def _compare(
         se_clustered=se_cl,
         clusters=n_clusters if shared else None,
         severity=severity,
-        regressed=len(regressed),
+        regressed=int(np.count_nonzero(dropped)),
         share_affected=affected / n,
         skipped=len(skipped),
         ground_truth_misses=len(misses),
         baseline=_baselines(measured) if drift else None,
         uncalibrated=len(uncalibrated),
-        drift_share=float(np.mean([_drifted(x) for x in t])) if drift else None,
-        baseline_drift_share=float(np.mean([_drifted(x) for x in s])) if drift else None,
+        drift_share=float(np.mean(_drifted(t))) if drift else None,
+        baseline_drift_share=float(np.mean(_drifted(s))) if drift else None,
     )
     design_effect = (se_cl / se) ** 2 if se_cl is not None and se > 0 else 1.0
     return _Group(result=result, measured=measured, ground_truth_misses=misses, uncalibrated=uncalibrated,
@@ -467,29 +471,34 @@ def _check_harness(groups: list[_Group], promoted: set[str] | None, found: _Find
         c = g.result
         if c.evaluator != "tool_selection":
             continue
-        rows = [r for r in g.measured + g.ground_truth_misses if _is_conformance(r)]
-        if promoted is not None:
-            written = [r for r in rows if r.example_id not in promoted]
-            rows = [r for r in rows if r.example_id in promoted]
-            missed = sum(r.source_score < MISSED_BELOW for r in written)
-            if missed:
-                # Hand-written or imported ground truth: a weak source missing it is a finding
-                # about the source, not a sign the harness is broken.
-                recommendations.append(
-                    f"{c.label}: the source model missed the ground truth on {missed} of {len(written)} "
-                    f"examples not promoted from captures ({_pct(missed / len(written))}); the target is "
-                    "compared with the source on them as on every other example — review those "
-                    "expectations if the source is known to be right"
-                )
+        # Conformance rows, counted apart when their example was not promoted from captures;
+        # "failed" is missed (most of the recorded calls wrong), not imperfect: a non-deterministic
+        # source rarely repeats a multi-round recording exactly, and a working harness is no broken one.
+        rows = failed = written = missed = 0
+        for r in chain(g.measured, g.ground_truth_misses):
+            if not _is_conformance(r):
+                continue
+            if promoted is not None and r.example_id not in promoted:
+                written += 1
+                missed += r.source_score < MISSED_BELOW
+            else:
+                rows += 1
+                failed += r.source_score < MISSED_BELOW
+        if missed:
+            # Hand-written or imported ground truth: a weak source missing it is a finding
+            # about the source, not a sign the harness is broken.
+            recommendations.append(
+                f"{c.label}: the source model missed the ground truth on {missed} of {written} "
+                f"examples not promoted from captures ({_pct(missed / written)}); the target is "
+                "compared with the source on them as on every other example — review those "
+                "expectations if the source is known to be right"
+            )
         if not rows:
             continue
-        # "Failed" is missed (most of the recorded calls wrong), not imperfect: a non-deterministic
-        # source rarely repeats a multi-round recording exactly, and a working harness is no broken one.
-        failed = sum(r.source_score < MISSED_BELOW for r in rows)
-        if 2 * failed >= len(rows):
+        if 2 * failed >= rows:
             harness.append(
                 f"{BROKEN_HARNESS}: the source model failed the recorded ground truth on {failed} of "
-                f"{len(rows)} {c.evaluator}.{c.name} conformance rows ({_pct(failed / len(rows))}); the "
+                f"{rows} {c.evaluator}.{c.name} conformance rows ({_pct(failed / rows)}); the "
                 "suite's expectations were captured from the source model, so the run measured the "
                 "harness (wrong toolset attached, wrong prompt, suite promoted from a different agent), "
                 "not the migration"
