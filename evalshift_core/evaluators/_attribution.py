@@ -12,8 +12,7 @@ only to the tools that earned it, never to every tool a record involves.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._records import ScoreRecord
 
@@ -34,6 +33,8 @@ def _names(value: Any) -> list[str]:
 
 def _excess(a: list[str], b: list[str]) -> list[str]:
     """Names ``a`` holds more often than ``b``, in first-seen order (``Counter(a) - Counter(b)``)."""
+    if not a or not b:
+        return list(dict.fromkeys(a))
     counts: dict[str, int] = {}
     for name in a:
         counts[name] = counts.get(name, 0) + 1
@@ -65,7 +66,9 @@ def _selection_tools(rounds: list[dict[str, Any]]) -> list[str]:
         names = _excess(ref, tgt) + _excess(tgt, ref)
         if not names:
             names = [a for a, b in zip(ref, tgt) if a != b]
-        out.extend(n for n in names if n not in out)
+        for n in names:
+            if n not in out:
+                out.append(n)
     return out
 
 
@@ -77,7 +80,9 @@ def selection_tools(record: ScoreRecord) -> list[str]:
 def _missing_calls(rounds: list[dict[str, Any]]) -> list[str]:
     out: list[str] = []
     for entry in rounds:
-        out.extend(n for n in _names(entry.get("missing_calls")) if n not in out)
+        for n in _names(entry.get("missing_calls")):
+            if n not in out:
+                out.append(n)
     return out
 
 
@@ -86,7 +91,8 @@ def missing_calls(record: ScoreRecord) -> list[str]:
     return _missing_calls(_rounds(record.metadata))
 
 
-def _field_entries(rounds: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+def _field_entries(rounds: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
     for entry in rounds:
         fields = entry.get("fields")
         if not isinstance(fields, list):
@@ -96,16 +102,16 @@ def _field_entries(rounds: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
                 continue
             score = f.get("score")
             if f.get("label") or (isinstance(score, (int, float)) and score < 1.0):
-                yield f
+                out.append(f)
+    return out
 
 
 def field_entries(record: ScoreRecord) -> Iterator[dict[str, Any]]:
     """Argument fields that drifted (``score`` below 1 or a ``label`` set), across rounds."""
-    return _field_entries(_rounds(record.metadata))
+    return iter(_field_entries(_rounds(record.metadata)))
 
 
-@dataclass(frozen=True, slots=True)
-class Attribution:
+class Attribution(NamedTuple):
     """What one record's difference involves: every tool, and what each of its labels points at."""
 
     tools: list[str]
@@ -122,7 +128,7 @@ class _Reading:
     def __init__(self, record: ScoreRecord) -> None:
         self.record = record
         self.rounds = _rounds(record.metadata)
-        self.fields = list(_field_entries(self.rounds))
+        self.fields = _field_entries(self.rounds)
         self._selection: list[str] | None = None
 
     def selection(self) -> list[str]:
@@ -141,10 +147,13 @@ class _Reading:
         return out
 
     def label(self, label: str) -> tuple[list[str], list[str]]:
-        labelled = [f for f in self.fields if f.get("label") == label]
-        if not labelled and len(self.record.labels) == 1:
-            labelled = [f for f in self.fields if not f.get("label")]
-        keys = list(dict.fromkeys(f"{f['tool']}.{f.get('field')}" for f in labelled if f.get("field") is not None))
+        labelled: list[dict[str, Any]] = []
+        keys: list[str] = []
+        if self.fields:  # most records drifted on no argument field
+            labelled = [f for f in self.fields if f.get("label") == label]
+            if not labelled and len(self.record.labels) == 1:
+                labelled = [f for f in self.fields if not f.get("label")]
+            keys = list(dict.fromkeys(f"{f['tool']}.{f.get('field')}" for f in labelled if f.get("field") is not None))
         by_label = self.record.metadata.get("label_tools")
         if isinstance(by_label, dict) and label in by_label:
             return _names(by_label[label]), keys
@@ -177,4 +186,4 @@ def attribution(record: ScoreRecord, label: str) -> tuple[list[str], list[str]]:
 def attribute(record: ScoreRecord, labels: Iterable[str]) -> Attribution:
     """:func:`tools_of` the record and :func:`attribution` of each of ``labels``, reading it once."""
     reading = _Reading(record)
-    return Attribution(tools=reading.tools(), labels={label: reading.label(label) for label in labels})
+    return Attribution(reading.tools(), {label: reading.label(label) for label in labels})
