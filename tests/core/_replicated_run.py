@@ -1,7 +1,7 @@
 """A run of any size made from the demo's: the 32 examples of ``tests/fixtures/demo-run`` and
 their source and target rows, drawn with a seeded generator and given ids of their own.
 
-The outputs-digest test evaluates a 10k-example one; benchmarks/evaluate_run_command.py times
+The outputs-digest test evaluates a 10k-example one; benchmarks/evaluate_command.py times
 ``evalshift evaluate`` on a 100k-example one.
 """
 
