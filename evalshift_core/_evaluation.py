@@ -72,12 +72,13 @@ def evaluate_rows(
     # A run folder is <base>/runs/<id>: its examples' toolset_ref sidecars live in <base>/toolsets.
     score = row_scorer(evaluators, load_traces(run_dir), sidecars(run_dir.parent.parent))
     n = len(rows)
-    with ReportWriter(run_dir, n, spools=2) as writer:
+    # Nothing here makes a reference cycle: the collector would only re-traverse the records kept.
+    with ReportWriter(run_dir, n, spools=2) as writer, cyclic_gc_paused():
 
         def first_pass(part: range) -> _Scored:
             spool = writer.spools[0 if part.start == 0 else 1]
             out = _Scored()
-            with scoring_progress(len(part), None if part.start == 0 else False) as bar, cyclic_gc_paused():
+            with scoring_progress(len(part), None if part.start == 0 else False) as bar:
                 for index, ((example, src, tgt, extra), handle) in zip(part, rows.part(part)):
                     bar.update(1)
                     scored = score(example, src, tgt, extra)
