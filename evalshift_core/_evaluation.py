@@ -11,13 +11,16 @@ bytes either way.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ._io import atomic_write_json, atomic_write_jsonl
+import orjson
+
+from ._io import LineSpool, atomic_write_json, atomic_writer
 from ._parallel import in_halves
-from ._progress import tracked
+from ._progress import progress_bar, tracked
 from .analysis import Analysis, analyze
 from .analysis._headline import headline
 from .analysis._tool_use import ToolUseTally
@@ -53,6 +56,8 @@ class _Scored:
     records: list[ScoreRecord] = field(default_factory=list)
     facts: list[ExampleFacts] = field(default_factory=list)
     use: ToolUseTally = field(default_factory=ToolUseTally)
+    lines: Any = None
+    """The state of the spool this range's scores.jsonl lines went to."""
     later: list[tuple[int, Any]] = field(default_factory=list)
     """(index, handle) of the examples whose rows wait for the analysis."""
     spooled: Any = None
@@ -73,16 +78,21 @@ def evaluate_rows(
     score = row_scorer(evaluators, load_traces(run_dir), sidecars(run_dir.parent.parent))
     n = len(rows)
     # Nothing here makes a reference cycle: the collector would only re-traverse the records kept.
-    with ReportWriter(run_dir, n, spools=2) as writer, cyclic_gc_paused():
+    with ReportWriter(run_dir, n, spools=2) as writer, LineSpool() as first, LineSpool() as second, \
+            cyclic_gc_paused():
+        score_lines = (first, second)  # scores.jsonl, each half's lines in a spool of its own
 
         def first_pass(part: range) -> _Scored:
             spool = writer.spools[0 if part.start == 0 else 1]
             out = _Scored()
+            lines = score_lines[0 if part.start == 0 else 1]
             with scoring_progress(len(part), None if part.start == 0 else False) as bar:
                 for index, ((example, src, tgt, extra), handle) in zip(part, rows.part(part)):
                     bar.update(1)
                     scored = score(example, src, tgt, extra)
                     out.records += scored
+                    for record in scored:
+                        lines.write(orjson.dumps(record.model_dump(mode="json")) + b"\n")
                     out.facts.append(ExampleFacts(example.id, example.cluster, example.tags, example.promotion_source))
                     out.use.add(example, src, tgt)
                     if any(r.target_score < r.source_score or r.labels for r in scored):
@@ -90,9 +100,11 @@ def evaluate_rows(
                     else:
                         spool.add(index, example_row(example, src, tgt))
             out.spooled = spool.state()
+            out.lines = lines.state()
             return out
 
-        scored = in_halves(first_pass, n)
+        # The parent imports the statistics while the forked half sends its records over.
+        scored = in_halves(first_pass, n, meanwhile=lambda: importlib.import_module("scipy.stats"))
         records = [r for part in scored for r in part.records]
         facts = [f for part in scored for f in part.facts]
         later = [item for part in scored for item in part.later]
@@ -100,9 +112,13 @@ def evaluate_rows(
         for k, part in enumerate(scored):
             use.merge(part.use)
             writer.spools[k].adopt(part.spooled)
+            score_lines[k].adopt(part.lines)
 
-        atomic_write_jsonl(run_dir / SCORES_FILE, (s.model_dump(mode="json") for s in
-                                                    tracked(records, len(records), "write scores")))
+        with progress_bar(len(score_lines), "write scores", unit="part") as bar, \
+                atomic_writer(run_dir / SCORES_FILE) as fh:
+            for spooled_lines in score_lines:
+                spooled_lines.copy_to(fh)
+                bar.update()
         record_written(run_dir, [SCORES_FILE])  # `evalshift report` then reads its rows as they are
         floors = {(ev.type_name, ev.name): ev.severity_floor for ev in evaluators}
         tool_calls = use.result().as_dict()

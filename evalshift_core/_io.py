@@ -87,6 +87,56 @@ def atomic_writer(path: str | os.PathLike[str]) -> Iterator[Any]:
         raise
 
 
+class LineSpool:
+    """Lines spooled to a temporary file of their own, written at explicit offsets, so a forked
+    process can write a spool its parent then reads (:meth:`state` / :meth:`adopt` carry over
+    how far it got)."""
+
+    def __init__(self, flush_bytes: int = 1 << 20) -> None:
+        self._file = tempfile.TemporaryFile()  # noqa: SIM115 - closed on leaving the with block
+        self._pending: list[bytes] = []
+        self._size = 0
+        self._offset = 0
+        self._flush_bytes = flush_bytes
+
+    def __enter__(self) -> LineSpool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._file.close()
+
+    def write(self, line: bytes) -> None:
+        self._pending.append(line)
+        self._size += len(line)
+        if self._size >= self._flush_bytes:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            data = b"".join(self._pending)
+            os.pwrite(self._file.fileno(), data, self._offset)
+            self._offset += len(data)
+            self._pending, self._size = [], 0
+
+    def state(self) -> int:
+        """How far the spool was written (everything written so far is on disk)."""
+        self._flush()
+        return self._offset
+
+    def adopt(self, offset: int) -> None:
+        """Take over the :meth:`state` of this spool as another process wrote it."""
+        self._pending, self._size, self._offset = [], 0, offset
+
+    def copy_to(self, fh: Any, chunk: int = 1 << 22) -> None:
+        """Write everything spooled into ``fh``."""
+        self._flush()
+        fd, done = self._file.fileno(), 0
+        while done < self._offset:
+            data = os.pread(fd, min(chunk, self._offset - done), done)
+            fh.write(data)
+            done += len(data)
+
+
 def atomic_write_jsonl(path: str | os.PathLike[str], rows: Iterable[Any]) -> None:
     with atomic_writer(path) as fh:
         write = fh.write

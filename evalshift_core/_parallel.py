@@ -43,11 +43,19 @@ def _child(work: Callable[[range], T], part: range, conn: Any) -> None:
         conn.close()
 
 
-def in_halves(work: Callable[[range], T], n: int) -> list[T]:
+def in_halves(work: Callable[[range], T], n: int, *, meanwhile: Callable[[], object] | None = None) -> list[T]:
     """``work`` over examples ``[0, n)``: as one range, or as two halves with the second in a
-    forked process when :func:`_parallel` says so. Results come in range order."""
+    forked process when :func:`_parallel` says so. Results come in range order.
+
+    ``meanwhile`` is work of the parent's own for after its half, while the forked half still
+    runs (sending its results costs it more than receiving them costs the parent); on one
+    process it runs after the whole range.
+    """
     if not _parallel(n):
-        return [work(range(n))]
+        done = [work(range(n))]
+        if meanwhile is not None:
+            meanwhile()
+        return done
     ctx = multiprocessing.get_context("fork")
     receive, send = ctx.Pipe(duplex=False)
     half = n // 2
@@ -56,6 +64,8 @@ def in_halves(work: Callable[[range], T], n: int) -> list[T]:
     send.close()
     try:
         mine = work(range(half))
+        if meanwhile is not None:
+            meanwhile()
         try:
             ok, theirs = receive.recv()
         except EOFError:

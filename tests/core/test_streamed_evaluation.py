@@ -43,8 +43,8 @@ def test_two_processes_write_what_one_writes(tmp_path: Path, monkeypatch: pytest
     halves: list[int] = []
     real = evaluation.in_halves
 
-    def counted(work, n):  # noqa: ANN001, ANN202 - the function under test, counted
-        out = real(work, n)
+    def counted(work, n, **kw):  # noqa: ANN001, ANN003, ANN202 - the function under test, counted
+        out = real(work, n, **kw)
         halves.append(len(out))
         return out
 
