@@ -23,6 +23,7 @@ from opentelemetry.trace import Link, Status, StatusCode
 from . import schema as A
 from ._guard import capture_internal_exceptions
 from ._scrub import might_hold_credentials, scrub
+from ._spans import CaptureSpan
 from .schema import canonical_json, ref_filename
 
 logger = logging.getLogger("evalshift_sdk")
@@ -52,26 +53,38 @@ def _any_value(value: Any) -> dict[str, Any]:
 def _attributes(attrs: Any) -> list[dict[str, Any]]:
     if not attrs:
         return []
-    return [{"key": k, "value": _any_value(v)} for k, v in attrs.items()]
+    return [
+        {"key": k, "value": {"stringValue": v} if type(v) is str else _any_value(v)} for k, v in attrs.items()
+    ]
+
+
+def _ids(span: Any) -> tuple[int, int, int | None]:
+    """Trace, span and parent span ids: read straight off our own spans, from the
+    ``SpanContext`` of anyone else's."""
+    if type(span) is CaptureSpan:
+        return span.trace_id, span.span_id, span.parent_id
+    ctx, parent = span.context, span.parent
+    return ctx.trace_id, ctx.span_id, None if parent is None else parent.span_id
 
 
 def encode_span(span: ReadableSpan) -> dict[str, Any]:
     """One span in the OTLP/JSON encoding (hex ids, integer enums, lowerCamelCase)."""
-    ctx = span.context
+    trace_id, span_id, parent_id = _ids(span)
+    status = span.status
     out: dict[str, Any] = {
-        "traceId": format(ctx.trace_id, "032x"),
-        "spanId": format(ctx.span_id, "016x"),
+        "traceId": format(trace_id, "032x"),
+        "spanId": format(span_id, "016x"),
         "name": span.name,
         "kind": int(span.kind.value) + 1,  # OTLP SpanKind is the API enum shifted by one
         "startTimeUnixNano": str(span.start_time or 0),
         "endTimeUnixNano": str(span.end_time or 0),
         "attributes": _attributes(span.attributes),
-        "status": {"code": int(span.status.status_code.value)},
+        "status": {"code": int(status.status_code.value)},
     }
-    if span.parent is not None:
-        out["parentSpanId"] = format(span.parent.span_id, "016x")
-    if span.status.description:
-        out["status"]["message"] = span.status.description
+    if parent_id is not None:
+        out["parentSpanId"] = format(parent_id, "016x")
+    if status.description:
+        out["status"]["message"] = status.description
     if span.events:
         out["events"] = [
             {
@@ -401,6 +414,8 @@ class CaptureExporter(SpanExporter):
             if target is None:
                 continue
             try:
+                if target is self.otlp:  # an OpenTelemetry exporter reads ReadableSpans
+                    kept = [s.to_readable() if type(s) is CaptureSpan else s for s in kept]
                 if target.export(kept) is not SpanExportResult.SUCCESS:
                     result = SpanExportResult.FAILURE
             except Exception as exc:  # noqa: BLE001 - an exporter must never raise into the SDK

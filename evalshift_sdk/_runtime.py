@@ -1,7 +1,7 @@
-"""Process-wide capture state: the private tracer provider, turns, and the executed side.
+"""Process-wide capture state: the span queue, turns, and the executed side.
 
-Our TracerProvider is private and never registered globally, so the host's own OpenTelemetry
-setup (and any provider SDK that emits spans through the global provider) is left untouched.
+Our spans never go through a tracer provider, so the host's own OpenTelemetry setup (and any
+provider SDK that emits spans through the global provider) is left untouched.
 """
 
 from __future__ import annotations
@@ -25,13 +25,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @dataclass
 class Runtime:
-    provider: Any
     exporter: Any
     toolsets: Any
     capture_dir: str
     sample_rate: float = 1.0
     processor: Any = None
-    """The batch processor our spans are handed to directly (see ``_spans.CaptureSpan``)."""
+    """The queue our finished spans go to, for the export thread (``_spans.SpanQueue``)."""
     resource: Any = None
     scope: Any = None
     span_type: Any = None
@@ -230,7 +229,7 @@ def tool_span(
     }
     if linked is not None:
         attrs[A.TOOL_CALL_ID] = str(linked)
-    span = rt.span_type(rt, f"execute_tool {name}", state.span.context if state else None, attrs)
+    span = rt.span_type(rt, f"execute_tool {name}", state.span if state else None, attrs)
     return span, state, linked
 
 

@@ -294,7 +294,7 @@ class ModelCall:
             attrs[A.STREAMED] = True
         parent = None
         if turn is not None:
-            parent = turn.span.get_span_context()
+            parent = turn.span
         else:
             # A call outside any turn is a turn of its own; never a child of the host's spans.
             attrs[A.IMPLICIT_TURN] = True
