@@ -97,27 +97,52 @@ def encode_span(span: ReadableSpan) -> dict[str, Any]:
     return out
 
 
-def encode_request(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
-    """Group spans by resource and scope into one ``ExportTraceServiceRequest``."""
-    by_resource: dict[int, tuple[Any, dict[tuple[str, str], list[dict[str, Any]]]]] = {}
+def _grouped(spans: Sequence[ReadableSpan]) -> list[tuple[Any, list[tuple[tuple[str, str], list[Any]]]]]:
+    """Spans grouped by resource, then by instrumentation scope, in order of appearance."""
+    by_resource: dict[int, tuple[Any, dict[tuple[str, str], list[Any]]]] = {}
     for span in spans:
-        res_key = id(span.resource)
-        _, scopes = by_resource.setdefault(res_key, (span.resource, {}))
+        _, scopes = by_resource.setdefault(id(span.resource), (span.resource, {}))
         scope = span.instrumentation_scope
         scope_key = (scope.name if scope else "", (scope.version or "") if scope else "")
-        scopes.setdefault(scope_key, []).append(encode_span(span))
-    resource_spans = []
-    for resource, scopes in by_resource.values():
-        resource_spans.append(
+        scopes.setdefault(scope_key, []).append(span)
+    return [(resource, list(scopes.items())) for resource, scopes in by_resource.values()]
+
+
+def _resource_json(resource: Any) -> dict[str, Any]:
+    return {"attributes": _attributes(resource.attributes if resource else {})}
+
+
+def encode_request(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
+    """Group spans by resource and scope into one ``ExportTraceServiceRequest``."""
+    return {
+        "resourceSpans": [
             {
-                "resource": {"attributes": _attributes(resource.attributes if resource else {})},
+                "resource": _resource_json(resource),
                 "scopeSpans": [
-                    {"scope": {"name": name, "version": version}, "spans": encoded}
-                    for (name, version), encoded in scopes.items()
+                    {"scope": {"name": name, "version": version}, "spans": [encode_span(s) for s in members]}
+                    for (name, version), members in scopes
                 ],
             }
+            for resource, scopes in _grouped(spans)
+        ]
+    }
+
+
+def encode_line(spans: Sequence[ReadableSpan]) -> bytes:
+    """``orjson.dumps(encode_request(spans))``, byte for byte, with each span serialised as soon
+    as it is encoded: the encoded form is a few dozen small dicts and lists a span, and a whole
+    batch of them alive at once used to trigger several garbage collections per batch."""
+    resource_spans = []
+    for resource, scopes in _grouped(spans):
+        scope_spans = [
+            b'{"scope":' + orjson.dumps({"name": name, "version": version})
+            + b',"spans":[' + b",".join([orjson.dumps(encode_span(s)) for s in members]) + b"]}"
+            for (name, version), members in scopes
+        ]
+        resource_spans.append(
+            b'{"resource":' + orjson.dumps(_resource_json(resource)) + b',"scopeSpans":[' + b",".join(scope_spans) + b"]}"
         )
-    return {"resourceSpans": resource_spans}
+    return b'{"resourceSpans":[' + b",".join(resource_spans) + b"]}"
 
 
 def _reinit_lock_after_fork(owner: Any) -> None:
@@ -222,8 +247,7 @@ class JsonLinesSpanExporter(SpanExporter):
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
-            request = encode_request(spans)
-            line = orjson.dumps(request) + b"\n"
+            line = encode_line(spans) + b"\n"
             with self._lock:
                 self.directory.mkdir(parents=True, exist_ok=True)
                 self._write_sidecars(spans)
