@@ -488,9 +488,11 @@ def _streams(kwargs: Mapping[str, Any]) -> bool:
 
 
 def _sync(site: str, start: Any, finish: Any, acc: Any) -> Any:
+    mode = capture_internal_exceptions(site + ".mode")
+
     def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         streamed = False
-        with capture_internal_exceptions(site + ".mode"):
+        with mode:
             streamed = _streams(kwargs)
         return observe_sync(site, wrapped, args, kwargs, start, finish, acc if streamed else None)
 
@@ -498,9 +500,11 @@ def _sync(site: str, start: Any, finish: Any, acc: Any) -> Any:
 
 
 def _async(site: str, start: Any, finish: Any, acc: Any) -> Any:
+    mode = capture_internal_exceptions(site + ".mode")
+
     async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         streamed = False
-        with capture_internal_exceptions(site + ".mode"):
+        with mode:
             streamed = _streams(kwargs)
         return await observe_async(site, wrapped, args, kwargs, start, finish, acc if streamed else None)
 
