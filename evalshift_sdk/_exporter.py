@@ -1,6 +1,6 @@
 """OTLP/JSON lines exporter: one ``ExportTraceServiceRequest`` per line, plus toolset sidecars.
 
-It runs on the BatchSpanProcessor's worker thread, so the caller's thread never touches a file.
+It runs on the export thread (``_spans.SpanQueue``), so the caller's thread never touches a file.
 Errors become a FAILURE result, never an exception.
 """
 
@@ -327,7 +327,7 @@ def _resolve_deferred(spans: Sequence[ReadableSpan]) -> None:
 
 
 class CaptureExporter(SpanExporter):
-    """What the BatchSpanProcessor hands finished spans to, on its worker thread: the
+    """What the span queue hands finished spans to, on the export thread: the
     ``redact`` hook first, then the capture files and, optionally, an OTLP/HTTP Collector.
 
     ``redact`` sees every attribute set that leaves the SDK: each span's attributes (a copy;
