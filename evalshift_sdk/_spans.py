@@ -166,7 +166,10 @@ class SpanQueue:
         if self._shutdown:
             return
         if len(queue) >= self.max_queue:
-            self.dropped += 1  # the export thread is far behind: drop rather than grow without bound
+            # The export thread is far behind: drop rather than grow without bound.
+            self.dropped += 1
+            if self.dropped == 1:
+                logger.warning("evalshift_sdk: span queue full (%d spans), dropping spans", self.max_queue)
             return
         queue.append(span)
         if len(queue) >= self.max_batch and not self._wake.is_set():
