@@ -27,9 +27,9 @@ from .analysis._tool_use import ToolUseTally
 from .config._config import Config
 from .evaluators import ScoreRecord
 from .evaluators._registry import resolve_evaluators, row_scorer, scoring_progress, sidecars
-from .evaluators._speed import cyclic_gc_paused
+from .evaluators._speed import cyclic_gc_paused, pack_records, unpack_records
 from .report._data import (
-    distributions,
+    ScoreBins,
     example_row,
     regressions_by_example,
     report_header,
@@ -56,6 +56,8 @@ class _Scored:
     records: list[ScoreRecord] = field(default_factory=list)
     facts: list[ExampleFacts] = field(default_factory=list)
     use: ToolUseTally = field(default_factory=ToolUseTally)
+    bins: ScoreBins = field(default_factory=ScoreBins)
+    """The score charts' counts of this range's records."""
     lines: Any = None
     """The state of the spool this range's scores.jsonl lines went to."""
     later: list[tuple[int, Any]] = field(default_factory=list)
@@ -93,6 +95,7 @@ def evaluate_rows(
                     out.records += scored
                     for record in scored:
                         lines.write(orjson.dumps(record.model_dump(mode="json")) + b"\n")
+                        out.bins.add(record)
                     out.facts.append(ExampleFacts(example.id, example.cluster, example.tags, example.promotion_source))
                     out.use.add(example, src, tgt)
                     if any(r.target_score < r.source_score or r.labels for r in scored):
@@ -101,16 +104,20 @@ def evaluate_rows(
                         spool.add(index, example_row(example, src, tgt))
             out.spooled = spool.state()
             out.lines = lines.state()
+            if part.start:  # the forked half: its records travel as tuples
+                out.records = pack_records(out.records)
             return out
 
-        # The parent imports the statistics while the forked half sends its records over.
-        scored = in_halves(first_pass, n, meanwhile=lambda: importlib.import_module("scipy.stats"))
-        records = [r for part in scored for r in part.records]
+        # The parent imports the statistics (~0.6 s) while the forked half sends its records over
+        # (~0.2 s); 47% of the examples to the parent even the two out (measured on 100k).
+        scored = in_halves(first_pass, n, meanwhile=lambda: importlib.import_module("scipy.stats"), share=0.47)
+        records = [r for k, part in enumerate(scored) for r in (unpack_records(part.records) if k else part.records)]
         facts = [f for part in scored for f in part.facts]
         later = [item for part in scored for item in part.later]
-        use = ToolUseTally()
+        use, bins = ToolUseTally(), ScoreBins()
         for k, part in enumerate(scored):
             use.merge(part.use)
+            bins.merge(part.bins)
             writer.spools[k].adopt(part.spooled)
             score_lines[k].adopt(part.lines)
 
@@ -140,6 +147,6 @@ def evaluate_rows(
 
         for k, spooled in enumerate(in_halves(second_pass, len(later))):
             writer.spools[k].adopt(spooled)
-        header = report_header(analysis, manifest, tool_calls, rows.dropped_params(), distributions(records),
+        header = report_header(analysis, manifest, tool_calls, rows.dropped_params(), bins.result(),
                                writer.tally)
         return analysis, writer.write(header), tool_calls

@@ -88,14 +88,14 @@ def atomic_writer(path: str | os.PathLike[str]) -> Iterator[Any]:
 
 
 class LineSpool:
-    """Lines spooled to a temporary file of their own, written at explicit offsets, so a forked
+    """Bytes spooled to a temporary file of their own, written at explicit offsets, so a forked
     process can write a spool its parent then reads (:meth:`state` / :meth:`adopt` carry over
     how far it got)."""
 
     def __init__(self, flush_bytes: int = 1 << 20) -> None:
-        self._file = tempfile.TemporaryFile()  # noqa: SIM115 - closed on leaving the with block
+        self._file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close() or the with block
         self._pending: list[bytes] = []
-        self._size = 0
+        self._pending_size = 0
         self._offset = 0
         self._flush_bytes = flush_bytes
 
@@ -103,12 +103,20 @@ class LineSpool:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
         self._file.close()
 
-    def write(self, line: bytes) -> None:
-        self._pending.append(line)
-        self._size += len(line)
-        if self._size >= self._flush_bytes:
+    @property
+    def size(self) -> int:
+        """Bytes written so far (the offset the next write lands at)."""
+        return self._offset + self._pending_size
+
+    def write(self, data: bytes) -> None:
+        self._pending.append(data)
+        self._pending_size += len(data)
+        if self._pending_size >= self._flush_bytes:
             self._flush()
 
     def _flush(self) -> None:
@@ -116,7 +124,7 @@ class LineSpool:
             data = b"".join(self._pending)
             os.pwrite(self._file.fileno(), data, self._offset)
             self._offset += len(data)
-            self._pending, self._size = [], 0
+            self._pending, self._pending_size = [], 0
 
     def state(self) -> int:
         """How far the spool was written (everything written so far is on disk)."""
@@ -125,16 +133,16 @@ class LineSpool:
 
     def adopt(self, offset: int) -> None:
         """Take over the :meth:`state` of this spool as another process wrote it."""
-        self._pending, self._size, self._offset = [], 0, offset
+        self._pending, self._pending_size, self._offset = [], 0, offset
 
-    def copy_to(self, fh: Any, chunk: int = 1 << 22) -> None:
-        """Write everything spooled into ``fh``."""
+    def copy_to(self, fh: Any, start: int = 0, end: int | None = None, chunk: int = 1 << 22) -> None:
+        """Write the spooled bytes ``[start, end)`` (all of them by default) into ``fh``."""
         self._flush()
-        fd, done = self._file.fileno(), 0
-        while done < self._offset:
-            data = os.pread(fd, min(chunk, self._offset - done), done)
+        fd, end = self._file.fileno(), self._offset if end is None else end
+        while start < end:
+            data = os.pread(fd, min(chunk, end - start), start)
             fh.write(data)
-            done += len(data)
+            start += len(data)
 
 
 def atomic_write_jsonl(path: str | os.PathLike[str], rows: Iterable[Any]) -> None:

@@ -43,22 +43,24 @@ def _child(work: Callable[[range], T], part: range, conn: Any) -> None:
         conn.close()
 
 
-def in_halves(work: Callable[[range], T], n: int, *, meanwhile: Callable[[], object] | None = None) -> list[T]:
+def in_halves(work: Callable[[range], T], n: int, *, meanwhile: Callable[[], object] | None = None,
+              share: float = 0.5) -> list[T]:
     """``work`` over examples ``[0, n)``: as one range, or as two halves with the second in a
-    forked process when :func:`_parallel` says so. Results come in range order.
+    forked process when :func:`_parallel` says so and both halves hold examples. Results come in
+    range order; the parent's part is the one starting at 0.
 
     ``meanwhile`` is work of the parent's own for after its half, while the forked half still
-    runs (sending its results costs it more than receiving them costs the parent); on one
-    process it runs after the whole range.
+    runs; on one process it runs after the whole range. ``share`` is the parent's part of the
+    range, less than half when it has more to do besides (``meanwhile``, receiving results).
     """
-    if not _parallel(n):
+    half = int(n * share)
+    if not _parallel(n) or not 0 < half < n:
         done = [work(range(n))]
         if meanwhile is not None:
             meanwhile()
         return done
     ctx = multiprocessing.get_context("fork")
     receive, send = ctx.Pipe(duplex=False)
-    half = n // 2
     child = ctx.Process(target=_child, args=(work, range(half, n), send), daemon=True)
     child.start()
     send.close()

@@ -306,35 +306,61 @@ def comparison_name(c: Mapping[str, Any]) -> str:
 _OUTCOMES = {(1.0, 1.0): "held", (1.0, 0.0): "lost", (0.0, 1.0): "gained", (0.0, 0.0): "missed"}
 
 
-def distributions(scores: Iterable[Any], bins: int = 10) -> list[dict[str, Any]]:
-    """Per comparison, both sides' scores in ``bins`` bins; a comparison whose every score is 0 or 1
-    is ``binary`` and also counts its pairs as held, lost, gained and missed (by both)."""
-    groups: dict[tuple[str, str, str | None], dict[str, Any]] = {}
-    for s in scores:
+class ScoreBins:
+    """Per comparison, both sides' scores in ``bins`` bins and the pairs' outcomes, counted score
+    by score (:func:`distributions` over a whole run at once)."""
+
+    def __init__(self, bins: int = 10) -> None:
+        self.bins = bins
+        self.groups: dict[tuple[str, str, str | None], dict[str, Any]] = {}
+
+    def add(self, s: Any) -> None:
+        """One ``scores.jsonl`` row or ScoreRecord; a skipped one counts nowhere."""
         if isinstance(s, Mapping):
             if s.get("skipped"):
-                continue
+                return
             key = (s["evaluator"], s["name"], s.get("side"))
             source, target = s.get("source_score"), s.get("target_score")
         else:  # a ScoreRecord, read field by field
             if s.skipped:
-                continue
+                return
             key = (s.evaluator, s.name, s.side)
             source, target = s.source_score, s.target_score
-        g = groups.get(key)
+        g = self.groups.get(key)
         if g is None:
-            g = groups[key] = {"source": [0] * bins, "target": [0] * bins, "pairs": Counter()}
+            g = self.groups[key] = {"source": [0] * self.bins, "target": [0] * self.bins, "pairs": Counter()}
+        bins = self.bins
         for side, value in (("source", source), ("target", target)):
             if isinstance(value, (int, float)) and math.isfinite(value):
                 g[side][min(bins - 1, max(0, int(value * bins)))] += 1
         outcome = _OUTCOMES.get((source, target))  # type: ignore[arg-type]
         g["pairs"][outcome or "graded"] += 1
-    return [
-        {"evaluator": e, "name": n, "side": side, "bins": bins, "source": g["source"], "target": g["target"],
-         "binary": "graded" not in g["pairs"],
-         "pairs": {k: g["pairs"][k] for k in ("held", "lost", "gained", "missed")} if "graded" not in g["pairs"] else None}
-        for (e, n, side), g in groups.items()
-    ]
+
+    def merge(self, other: ScoreBins) -> None:
+        """Count ``other``'s scores too, as if they came after this one's."""
+        for key, theirs in other.groups.items():
+            mine = self.groups.setdefault(key, {"source": [0] * self.bins, "target": [0] * self.bins,
+                                                "pairs": Counter()})
+            for side in ("source", "target"):
+                mine[side] = [a + b for a, b in zip(mine[side], theirs[side])]
+            mine["pairs"].update(theirs["pairs"])
+
+    def result(self) -> list[dict[str, Any]]:
+        return [
+            {"evaluator": e, "name": n, "side": side, "bins": self.bins, "source": g["source"], "target": g["target"],
+             "binary": "graded" not in g["pairs"],
+             "pairs": {k: g["pairs"][k] for k in ("held", "lost", "gained", "missed")} if "graded" not in g["pairs"] else None}
+            for (e, n, side), g in self.groups.items()
+        ]
+
+
+def distributions(scores: Iterable[Any], bins: int = 10) -> list[dict[str, Any]]:
+    """Per comparison, both sides' scores in ``bins`` bins; a comparison whose every score is 0 or 1
+    is ``binary`` and also counts its pairs as held, lost, gained and missed (by both)."""
+    counted = ScoreBins(bins)
+    for s in scores:
+        counted.add(s)
+    return counted.result()
 
 
 def _label_items(labels: Mapping[str, LabelSummary]) -> list[dict[str, Any]]:

@@ -5,7 +5,6 @@ written into the run folder, from the data :mod:`._data` builds and :mod:`._html
 from __future__ import annotations
 
 import os
-import tempfile
 import webbrowser
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any
 import orjson
 
 from .._exceptions import InputError
-from .._io import atomic_write_bytes, atomic_write_json, atomic_writer, iter_models
+from .._io import LineSpool, atomic_write_bytes, atomic_write_json, atomic_writer, iter_models
 from .._progress import count_lines, progress_bar, tracked
 from ._data import (
     RowTally,
@@ -51,41 +50,50 @@ def write_report(run_dir: str | os.PathLike[str], report: Mapping[str, Any]) -> 
     return path
 
 
-Entry = tuple[bool, int, int, int, int, int]
-"""Where a spooled row goes and where it is: its report order, its index, its offset in the
-spool and the lengths of its report.json and report.html forms."""
+Entry = tuple[bool, int, int, int, int, int, int]
+"""Where a spooled row goes and where it is: its report order, its index, and the offset and
+length of its report.json form and of its report.html form in their spools."""
+
+# Each row is spooled with the separator that goes before it in its file, so a stretch of rows
+# that follow one another in the spool is copied in one read; the very first row drops it.
+_JSON_SEPARATOR, _HTML_SEPARATOR = b",\n", b","
 
 
 class RowSpool:
-    """Report rows serialized as they come (their report.json and report.html forms) to a file
+    """Report rows serialized as they come (their report.json and report.html forms) to files
     of their own, with where each one went. One process writes a spool; another may read it."""
 
     def __init__(self, text_cap: int) -> None:
-        self.file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the writer that made it
+        self.json = LineSpool()
+        self.html = LineSpool()
         self.text_cap = text_cap
         self.tally = RowTally()
         self.entries: list[Entry] = []
-        self.offset = 0
+
+    def close(self) -> None:
+        self.json.close()
+        self.html.close()
 
     def add(self, index: int, row: Mapping[str, Any]) -> None:
         """One example's row (:func:`~._data.example_row`); ``index`` is its place in the suite."""
         self.tally.add(row)
         # report.json indents a row two levels deep: orjson's own lines, four spaces further in
         # (a newline inside a string is escaped, so every raw newline is indentation).
-        as_json = b"    " + orjson.dumps(row, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n    ")
-        as_html = embed_json(html_row(row, self.text_cap)).encode("utf-8")
-        # at its own offset, not the file's position: another process may have written this spool
-        os.pwrite(self.file.fileno(), as_json + as_html, self.offset)
-        self.entries.append((*row_order(row), index, self.offset, len(as_json), len(as_html)))
-        self.offset += len(as_json) + len(as_html)
+        as_json = _JSON_SEPARATOR + b"    " + orjson.dumps(row, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n    ")
+        as_html = _HTML_SEPARATOR + embed_json(html_row(row, self.text_cap)).encode("utf-8")
+        self.entries.append((*row_order(row), index, self.json.size, len(as_json), self.html.size, len(as_html)))
+        self.json.write(as_json)
+        self.html.write(as_html)
 
-    def state(self) -> tuple[list[Entry], RowTally, int]:
+    def state(self) -> tuple[list[Entry], RowTally, int, int]:
         """What another process needs to read this spool or write on in it."""
-        return self.entries, self.tally, self.offset
+        return self.entries, self.tally, self.json.state(), self.html.state()
 
-    def adopt(self, state: tuple[list[Entry], RowTally, int]) -> None:
+    def adopt(self, state: tuple[list[Entry], RowTally, int, int]) -> None:
         """Take over the :meth:`state` of this spool as written by another process."""
-        self.entries, self.tally, self.offset = state
+        self.entries, self.tally, json_size, html_size = state
+        self.json.adopt(json_size)
+        self.html.adopt(html_size)
 
 
 class ReportWriter:
@@ -107,7 +115,7 @@ class ReportWriter:
 
     def __exit__(self, *exc: object) -> None:
         for spool in self.spools:
-            spool.file.close()
+            spool.close()
 
     def add(self, index: int, row: Mapping[str, Any]) -> None:
         """One example's row into the first spool (:meth:`RowSpool.add`)."""
@@ -121,11 +129,25 @@ class ReportWriter:
             tally.merge(spool.tally)
         return tally
 
-    def _rows(self, html: bool) -> Any:
-        entries = sorted((*entry[:3], k, *entry[3:]) for k, spool in enumerate(self.spools) for entry in spool.entries)
-        fds = [spool.file.fileno() for spool in self.spools]
-        for *_, k, offset, json_len, html_len in entries:
-            yield os.pread(fds[k], html_len, offset + json_len) if html else os.pread(fds[k], json_len, offset)
+    def _copy_rows(self, fh: Any, html: bool) -> int:
+        """Write every row's form, in report order, into ``fh`` (stretches that lie one after
+        another in a spool in one read each); returns how many rows."""
+        order = sorted((*entry[:3], k, *entry[3:]) for k, spool in enumerate(self.spools) for entry in spool.entries)
+        files = [spool.html if html else spool.json for spool in self.spools]
+        skip = len(_HTML_SEPARATOR if html else _JSON_SEPARATOR)  # the first row has nothing before it
+        run: list[int] | None = None  # [spool, start, end] of the stretch being gathered
+        for *_, k, json_at, json_len, html_at, html_len in order:
+            at, length = (html_at, html_len) if html else (json_at, json_len)
+            if run is not None and run[0] == k and run[2] == at:
+                run[2] += length
+                continue
+            if run is not None:
+                files[run[0]].copy_to(fh, run[1], run[2])
+            run = [k, at + skip, at + length]
+            skip = 0
+        if run is not None:
+            files[run[0]].copy_to(fh, run[1], run[2])
+        return len(order)
 
     def write(self, header: Mapping[str, Any]) -> Path:
         """Write both files around ``header`` (:func:`~._data.report_header`); returns the HTML path."""
@@ -134,17 +156,17 @@ class ReportWriter:
         with progress_bar(2, "write report", unit="file") as bar:
             with atomic_writer(self.run_dir / "report.json") as fh:
                 # "examples" is the header's last key, written empty: the rows go inside its "[]"
-                fh.write(head[:-3])
-                n = 0
-                for n, row in enumerate(self._rows(html=False), start=1):
-                    fh.write(b",\n" + row if n > 1 else b"\n" + row)
-                fh.write(b"\n  ]\n}\n" if n else b"]\n}\n")
+                fh.write(head[:-3] + b"\n")
+                if self._copy_rows(fh, html=False):
+                    fh.write(b"\n  ]\n}\n")
+                else:
+                    fh.seek(-1, os.SEEK_CUR)
+                    fh.write(b"]\n}\n")
             bar.update()
             before, after = html_around_rows(header, self.n_rows, self.tally.regressed)
             with atomic_writer(path) as fh:
                 fh.write(before.encode("utf-8"))
-                for n, row in enumerate(self._rows(html=True)):
-                    fh.write(b"," + row if n else row)
+                self._copy_rows(fh, html=True)
                 fh.write(after.encode("utf-8"))
             bar.update()
         return path

@@ -163,21 +163,27 @@ class SavedRows:
         self._dropped: dict[str, Counter[str]] = {}
         self._roles: dict[str, list[int]] = {}  # role -> [rows, failed rows]
         at, repeats, roles = self._at, self._repeats, self._roles
+        loads = orjson.loads
         offset = 0
         with open(self.run_dir / RAW_FILE, "rb") as fh:
             for line in fh:
-                start, offset = offset, offset + len(line)
-                if not line.strip():
+                start = offset
+                offset += len(line)
+                if line.isspace():
                     continue
-                row = orjson.loads(line)
-                role, repeat = row["role"], row.get("repeat") or 0
-                at[(row["example_id"], role, repeat)] = start * _SPAN + len(line)
+                row = loads(line)
+                example_id, role = row["example_id"], row["role"]
+                repeat = row.get("repeat") or 0
+                at[(example_id, role, repeat)] = start * _SPAN + len(line)
                 if repeat:
-                    repeats.setdefault(row["example_id"], set()).add(repeat)
-                counts = roles.setdefault(role, [0, 0])
+                    repeats.setdefault(example_id, set()).add(repeat)
+                counts = roles.get(role)
+                if counts is None:
+                    counts = roles[role] = [0, 0]
                 counts[0] += 1
-                counts[1] += bool(row.get("error"))
-                if row.get("dropped_params"):
+                if "error" in row and row["error"]:
+                    counts[1] += 1
+                if "dropped_params" in row and row["dropped_params"]:
                     self._dropped.setdefault(row["model"], Counter()).update(row["dropped_params"])
         with open(self.run_dir / EXAMPLES_FILE, "rb") as fh:
             self._count = sum(1 for line in fh if line.strip())
