@@ -25,7 +25,7 @@ import orjson
 from pydantic import ValidationError
 
 from .._io import atomic_write_json, validation_error
-from .._models import Call, Example
+from .._models import AS_WRITTEN, Call, Example
 from ._runs import (
     EXAMPLES_FILE,
     RAW_FILE,
@@ -215,7 +215,7 @@ class SavedRows:
 
     def _example(self, line: bytes, lineno: int) -> Example:
         try:
-            return Example.model_validate_json(line)
+            return Example.model_validate_json(line, context=AS_WRITTEN)
         except ValidationError as exc:  # written.json matched, yet the line does not read back
             raise validation_error(exc, file=str(self.run_dir / EXAMPLES_FILE), line=lineno) from exc
 
