@@ -8,25 +8,21 @@ for ``compare()`` and for the CLI's ``run`` and ``compare`` alike.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ._exceptions import ConfigError, EvalShiftError, InputError
-from ._io import atomic_write_json, atomic_write_jsonl, check_schema_version, iter_jsonl
+from ._io import check_schema_version, iter_jsonl
 from ._models import SCHEMA_VERSION, Call, Example
-from ._progress import tracked
-from .analysis import Analysis, Regression, analyze
-from .analysis._headline import headline
-from .analysis._tool_use import tool_use
+from .analysis import Analysis, Regression
 from .config._config import Config
 from .config._tools_file import apply_prompt_tools
-from .evaluators import build_evaluators, evaluate_run
 from .replay._routing import route
-from .replay._run import DryRun, RunOptions, RunResult, check_sides, dry_run, run
-from .report._report import build_report, write_report
-from .store._runs import Manifest, existing_run_dir, iter_run_examples, load_manifest, load_run
+from .replay._run import ROLES, DryRun, RunOptions, RunResult, check_sides, dry_run, run
+from .store._rows import MemoryRows, RunCalls, SavedRows, run_rows
+from .store._runs import Manifest, existing_run_dir, iter_run_examples, load_manifest
 from .store._suites import DEFAULT_BASE, load_suite, suite_path
 
 _SCORE_COLUMNS = ["example_id", "tags", "evaluator", "name", "side", "source_score", "target_score", "difference",
@@ -56,8 +52,9 @@ class Comparison:
     """The run's ``run.json``: models, suite, ``cached_calls`` of ``model_calls``."""
     tool_calls: dict[str, Any] | None = None
     """Per tool, the examples in which each side called it (report.json's ``charts.tool_calls``)."""
-    calls: list[Call] = field(default_factory=list)
-    """The run's Call rows (``raw.jsonl``), source and target per example."""
+    calls: Sequence[Call] = field(default_factory=list)
+    """The run's Call rows (``raw.jsonl``), source and target per example (of a saved run, read
+    from its raw.jsonl when first used)."""
 
     def __post_init__(self) -> None:
         if self.manifest is not None and not isinstance(self.manifest, Manifest):
@@ -131,31 +128,25 @@ def evaluate_and_report(
     run_dir: Path, manifest: Manifest, examples: list[Example], calls: list[Call], config: Config
 ) -> tuple[Analysis, Path]:
     """Score a finished run, analyse it and write scores, analysis and report files."""
-    analysis, report_path, _ = _evaluate_and_report(run_dir, manifest, examples, calls, config)
+    analysis, report_path, _ = _evaluate_and_report(run_dir, manifest, MemoryRows(examples, calls), config)
     return analysis, report_path
 
 
 def _evaluate_and_report(
-    run_dir: Path, manifest: Manifest, examples: list[Example], calls: list[Call], config: Config
+    run_dir: Path, manifest: Manifest, rows: MemoryRows | SavedRows, config: Config
 ) -> tuple[Analysis, Path, dict[str, Any]]:
-    """:func:`evaluate_and_report`, also handing back the per-tool counts (counted once per run)."""
-    from .ingest._traces import load_traces
+    """:func:`evaluate_and_report` over a run's rows, also handing back the per-tool counts."""
+    from ._evaluation import evaluate_rows
 
-    # Timelines attached with `evalshift traces import` feed agent_trace; judges need the providers.
-    # A run folder is <base>/runs/<id>: its examples' toolset_ref sidecars live in <base>/toolsets.
-    scores = evaluate_run(examples, calls, config.evaluators, timelines=load_traces(run_dir), providers=config.providers,
-                          base=run_dir.parent.parent)
-    atomic_write_jsonl(run_dir / "scores.jsonl", (s.model_dump(mode="json") for s in
-                                                  tracked(scores, len(scores), "write scores")))
-    floors = {(ev.type_name, ev.name): ev.severity_floor for ev in build_evaluators(config.evaluators)}
-    # Examples carry the clusters (source trace, tags) the standard errors are corrected for.
-    tool_calls = tool_use(examples, calls).as_dict()
-    analysis = analyze(scores, policy=config.migration_policy, examples=examples, severity_floors=floors,
-                       tool_use=tool_calls)
-    analysis.headline = headline(analysis, tool_calls)  # the tools each side called, in words
-    atomic_write_json(run_dir / "analysis.json", analysis.model_dump(mode="json"))
-    report = build_report(analysis, examples, calls, manifest, scores, tool_calls=tool_calls)
-    return analysis, write_report(run_dir, report), tool_calls
+    return evaluate_rows(run_dir, manifest, rows, config)
+
+
+def _check_sides(run_id: str, rows: MemoryRows | SavedRows) -> None:
+    """A side on which every call failed is a ReplayError naming the provider's error (source first)."""
+    for role in ROLES:
+        failed = rows.failed_rows(role)
+        if failed:
+            check_sides(run_id, failed)
 
 
 def evaluate_saved_run(
@@ -163,17 +154,17 @@ def evaluate_saved_run(
     *,
     config: Config,
     base: str | os.PathLike[str] = DEFAULT_BASE,
-    on_loaded: Callable[[list[Example]], None] | None = None,
+    on_loaded: Callable[[int], None] | None = None,
 ) -> Comparison:
     """Score, analyse and report a run already replayed (the steps of :func:`compare` after the
-    replay); a side on which every call failed is a ReplayError. ``on_loaded`` hears of the
-    run's examples once they are read, before the scoring starts."""
-    manifest, examples, calls = load_run(base, run_id)
-    check_sides(run_id, calls)
+    replay); a side on which every call failed is a ReplayError. ``on_loaded`` hears how many
+    examples the run has once its files are open, before the scoring starts."""
+    manifest, run_dir, rows = run_rows(base, run_id)
+    _check_sides(run_id, rows)
     if on_loaded is not None:
-        on_loaded(examples)
-    run_dir = existing_run_dir(base, run_id)
-    analysis, report_path, tool_calls = _evaluate_and_report(run_dir, manifest, examples, calls, config)
+        on_loaded(len(rows))
+    analysis, report_path, tool_calls = _evaluate_and_report(run_dir, manifest, rows, config)
+    calls = rows.calls if isinstance(rows, MemoryRows) else RunCalls(run_dir)
     return Comparison(run_id=run_id, run_dir=run_dir, analysis=analysis, report_path=report_path,
                       manifest=manifest, tool_calls=tool_calls, calls=calls)
 
@@ -212,8 +203,8 @@ class PreparedReplay:
         """Replay, then score, analyse and report; a side that never answered is a ReplayError."""
         result = self.run()
         check_sides(result.run_id, result.calls)  # a side that never answered is an error, not a verdict
-        analysis, report_path, tool_calls = _evaluate_and_report(result.run_dir, result.manifest, self.examples,
-                                                                 result.calls, self.config)
+        analysis, report_path, tool_calls = _evaluate_and_report(result.run_dir, result.manifest,
+                                                                 MemoryRows(self.examples, result.calls), self.config)
         return Comparison(run_id=result.run_id, run_dir=result.run_dir, analysis=analysis, report_path=report_path,
                           manifest=result.manifest, tool_calls=tool_calls, calls=result.calls)
 

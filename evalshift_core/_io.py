@@ -65,13 +65,21 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     The temp file's name carries the writer's pid, so the next write to ``path`` removes the
     temp files of writers killed mid-write.
     """
+    with atomic_writer(path) as fh:
+        fh.write(data)
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str | os.PathLike[str]) -> Iterator[Any]:
+    """A binary file to write ``path`` through piece by piece, renamed into place when the block
+    ends without an exception (removed when it raises), like :func:`atomic_write_bytes`."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(target)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            yield fh
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -79,8 +87,69 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         raise
 
 
+class LineSpool:
+    """Bytes spooled to a temporary file of their own, written at explicit offsets, so a forked
+    process can write a spool its parent then reads (:meth:`state` / :meth:`adopt` carry over
+    how far it got)."""
+
+    def __init__(self, flush_bytes: int = 1 << 20) -> None:
+        self._file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close() or the with block
+        self._pending: list[bytes] = []
+        self._pending_size = 0
+        self._offset = 0
+        self._flush_bytes = flush_bytes
+
+    def __enter__(self) -> LineSpool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._file.close()
+
+    @property
+    def size(self) -> int:
+        """Bytes written so far (the offset the next write lands at)."""
+        return self._offset + self._pending_size
+
+    def write(self, data: bytes) -> None:
+        self._pending.append(data)
+        self._pending_size += len(data)
+        if self._pending_size >= self._flush_bytes:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            data = b"".join(self._pending)
+            os.pwrite(self._file.fileno(), data, self._offset)
+            self._offset += len(data)
+            self._pending, self._pending_size = [], 0
+
+    def state(self) -> int:
+        """How far the spool was written (everything written so far is on disk)."""
+        self._flush()
+        return self._offset
+
+    def adopt(self, offset: int) -> None:
+        """Take over the :meth:`state` of this spool as another process wrote it."""
+        self._pending, self._pending_size, self._offset = [], 0, offset
+
+    def copy_to(self, fh: Any, start: int = 0, end: int | None = None, chunk: int = 1 << 22) -> None:
+        """Write the spooled bytes ``[start, end)`` (all of them by default) into ``fh``."""
+        self._flush()
+        fd, end = self._file.fileno(), self._offset if end is None else end
+        while start < end:
+            data = os.pread(fd, min(chunk, end - start), start)
+            fh.write(data)
+            start += len(data)
+
+
 def atomic_write_jsonl(path: str | os.PathLike[str], rows: Iterable[Any]) -> None:
-    atomic_write_bytes(path, b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    with atomic_writer(path) as fh:
+        write = fh.write
+        for row in rows:
+            write(orjson.dumps(row) + b"\n")
 
 
 def atomic_write_json(path: str | os.PathLike[str], value: Any) -> None:

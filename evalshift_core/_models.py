@@ -7,13 +7,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from evalshift_sdk.schema import ToolShapeError, normalise_tool, toolset_ref
 
 from ._shapes import check_generation_config, check_messages, toolset_ref_problem
 
 SCHEMA_VERSION = 1
+
+AS_WRITTEN: dict[str, Any] = {"as_written": True}
+"""Validation context for rows read back from a run file EvalShift wrote and vouches for
+(``written.json``): the shape checks they passed when first read are not run again."""
 
 
 class _Record(BaseModel):
@@ -198,20 +202,22 @@ class Example(_Record):
 
     @field_validator("history")
     @classmethod
-    def _history_shape(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        check_messages(value)  # a part that is a string would fail mid-replay
+    def _history_shape(cls, value: list[dict[str, Any]], info: ValidationInfo) -> list[dict[str, Any]]:
+        if info.context is not AS_WRITTEN:
+            check_messages(value)  # a part that is a string would fail mid-replay
         return value
 
     @field_validator("generation_config")
     @classmethod
-    def _generation_config_shape(cls, value: dict[str, Any]) -> dict[str, Any]:
-        check_generation_config(value)  # e.g. stop: 1.5
+    def _generation_config_shape(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        if info.context is not AS_WRITTEN:
+            check_generation_config(value)  # e.g. stop: 1.5
         return value
 
     @field_validator("toolset_ref")
     @classmethod
-    def _ref_shape(cls, value: str | None) -> str | None:
-        problem = toolset_ref_problem(value) if value is not None else None
+    def _ref_shape(cls, value: str | None, info: ValidationInfo) -> str | None:
+        problem = toolset_ref_problem(value) if value is not None and info.context is not AS_WRITTEN else None
         if problem is not None:
             raise ValueError(f"toolset_ref {problem}")
         return value

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Iterator
+from functools import cache
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -21,12 +22,22 @@ def progress_enabled() -> bool:
     return sys.stderr.isatty()
 
 
-def progress_bar(total: int | None, desc: str, *, unit: str = "row", enabled: bool | None = None) -> Any:
-    """A tqdm bar on stderr, drawn after ``PROGRESS_DELAY_S`` and removed when done."""
+@cache
+def bar_class() -> Any:
+    """tqdm without its monitor thread (it only retunes how often a slow bar redraws): with no
+    thread of ours running, a large evaluate may fork to use both cores."""
     from tqdm import tqdm
 
+    class Bar(tqdm):  # type: ignore[misc]
+        monitor_interval = 0
+
+    return Bar
+
+
+def progress_bar(total: int | None, desc: str, *, unit: str = "row", enabled: bool | None = None) -> Any:
+    """A tqdm bar on stderr, drawn after ``PROGRESS_DELAY_S`` and removed when done."""
     on = progress_enabled() if enabled is None else enabled
-    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=not on, delay=PROGRESS_DELAY_S,
+    return bar_class()(total=total, desc=desc, unit=unit, file=sys.stderr, disable=not on, delay=PROGRESS_DELAY_S,
                 leave=False, dynamic_ncols=True)
 
 

@@ -89,7 +89,7 @@ def init(
             rt_mod.set_runtime(None)
             with capture_internal_exceptions("init.rollback"):
                 uninstrument()
-                rt.provider.shutdown()
+                rt.processor.shutdown()
             raise
         global _atexit_registered
         if not _atexit_registered:
@@ -108,8 +108,6 @@ def _build_runtime(
     otlp_headers: dict[str, str] | None = None,
 ) -> Any:
     from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
     from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
     from . import schema as A
@@ -121,26 +119,21 @@ def _build_runtime(
         otlp_http_exporter,
     )
     from ._runtime import Runtime
-    from ._spans import CaptureSpan
+    from ._spans import CaptureSpan, SpanQueue
 
     toolsets = ToolsetStore()
     files = JsonLinesSpanExporter(directory, toolsets, max_bytes=max_file_bytes or DEFAULT_MAX_BYTES)
     otlp = otlp_http_exporter(otlp_endpoint, otlp_headers) if otlp_endpoint else None
     exporter = CaptureExporter(files, otlp=otlp, redact=redact)
     resource = Resource.create({"service.name": service_name or "evalshift-captured-agent"})
-    # Private provider: never registered globally, so the host's OpenTelemetry stays untouched.
-    provider = TracerProvider(resource=resource)
-    # A queue deep enough that bursts from many threads are not dropped before the worker
-    # thread (which does all the file I/O) catches up, and small batches: a span waiting in
-    # the queue keeps its request's objects alive, and at 1,024 spans a batch they lived long
-    # enough to reach the oldest GC generation and made full collections about 3x as frequent
-    # (GC time across threads: 77 µs a call at 1,024, 22 µs at 64; benchmarks/sdk_overhead.py).
-    processor = BatchSpanProcessor(
-        exporter, schedule_delay_millis=1000, max_queue_size=16384, max_export_batch_size=64
-    )
-    provider.add_span_processor(processor)
+    # No tracer provider: our spans never pass through the host's OpenTelemetry setup. A queue
+    # deep enough that bursts from many threads are not dropped before the export thread (which
+    # does all the file I/O) catches up, and small batches: a span waiting in the queue keeps
+    # its request's objects alive, and at 1,024 spans a batch they lived long enough to reach
+    # the oldest GC generation and made full collections about 3x as frequent (GC time across
+    # threads: 77 µs a call at 1,024, 22 µs at 64; benchmarks/sdk_overhead.py).
+    processor = SpanQueue(exporter, max_batch=64, delay_s=1.0, max_queue=16384)
     return Runtime(
-        provider=provider,
         exporter=exporter,
         toolsets=toolsets,
         capture_dir=directory,
@@ -161,7 +154,7 @@ def flush(timeout_millis: int = 30000) -> bool:
         return True
     ok = False
     with capture_internal_exceptions("flush"):
-        ok = bool(rt.provider.force_flush(timeout_millis))
+        ok = bool(rt.processor.force_flush(timeout_millis))
     return ok
 
 
@@ -178,7 +171,7 @@ def shutdown() -> None:
             return
         rt_mod.set_runtime(None)
         with capture_internal_exceptions("shutdown.flush"):
-            rt.provider.shutdown()
+            rt.processor.shutdown()
 
 
 __all__ += ["flush", "current_turn"]

@@ -1,6 +1,6 @@
 """OTLP/JSON lines exporter: one ``ExportTraceServiceRequest`` per line, plus toolset sidecars.
 
-It runs on the BatchSpanProcessor's worker thread, so the caller's thread never touches a file.
+It runs on the export thread (``_spans.SpanQueue``), so the caller's thread never touches a file.
 Errors become a FAILURE result, never an exception.
 """
 
@@ -23,6 +23,7 @@ from opentelemetry.trace import Link, Status, StatusCode
 from . import schema as A
 from ._guard import capture_internal_exceptions
 from ._scrub import might_hold_credentials, scrub
+from ._spans import CaptureSpan
 from .schema import canonical_json, ref_filename
 
 logger = logging.getLogger("evalshift_sdk")
@@ -52,26 +53,38 @@ def _any_value(value: Any) -> dict[str, Any]:
 def _attributes(attrs: Any) -> list[dict[str, Any]]:
     if not attrs:
         return []
-    return [{"key": k, "value": _any_value(v)} for k, v in attrs.items()]
+    return [
+        {"key": k, "value": {"stringValue": v} if type(v) is str else _any_value(v)} for k, v in attrs.items()
+    ]
+
+
+def _ids(span: Any) -> tuple[int, int, int | None]:
+    """Trace, span and parent span ids: read straight off our own spans, from the
+    ``SpanContext`` of anyone else's."""
+    if type(span) is CaptureSpan:
+        return span.trace_id, span.span_id, span.parent_id
+    ctx, parent = span.context, span.parent
+    return ctx.trace_id, ctx.span_id, None if parent is None else parent.span_id
 
 
 def encode_span(span: ReadableSpan) -> dict[str, Any]:
     """One span in the OTLP/JSON encoding (hex ids, integer enums, lowerCamelCase)."""
-    ctx = span.context
+    trace_id, span_id, parent_id = _ids(span)
+    status = span.status
     out: dict[str, Any] = {
-        "traceId": format(ctx.trace_id, "032x"),
-        "spanId": format(ctx.span_id, "016x"),
+        "traceId": format(trace_id, "032x"),
+        "spanId": format(span_id, "016x"),
         "name": span.name,
         "kind": int(span.kind.value) + 1,  # OTLP SpanKind is the API enum shifted by one
         "startTimeUnixNano": str(span.start_time or 0),
         "endTimeUnixNano": str(span.end_time or 0),
         "attributes": _attributes(span.attributes),
-        "status": {"code": int(span.status.status_code.value)},
+        "status": {"code": int(status.status_code.value)},
     }
-    if span.parent is not None:
-        out["parentSpanId"] = format(span.parent.span_id, "016x")
-    if span.status.description:
-        out["status"]["message"] = span.status.description
+    if parent_id is not None:
+        out["parentSpanId"] = format(parent_id, "016x")
+    if status.description:
+        out["status"]["message"] = status.description
     if span.events:
         out["events"] = [
             {
@@ -84,27 +97,52 @@ def encode_span(span: ReadableSpan) -> dict[str, Any]:
     return out
 
 
-def encode_request(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
-    """Group spans by resource and scope into one ``ExportTraceServiceRequest``."""
-    by_resource: dict[int, tuple[Any, dict[tuple[str, str], list[dict[str, Any]]]]] = {}
+def _grouped(spans: Sequence[ReadableSpan]) -> list[tuple[Any, list[tuple[tuple[str, str], list[Any]]]]]:
+    """Spans grouped by resource, then by instrumentation scope, in order of appearance."""
+    by_resource: dict[int, tuple[Any, dict[tuple[str, str], list[Any]]]] = {}
     for span in spans:
-        res_key = id(span.resource)
-        _, scopes = by_resource.setdefault(res_key, (span.resource, {}))
+        _, scopes = by_resource.setdefault(id(span.resource), (span.resource, {}))
         scope = span.instrumentation_scope
         scope_key = (scope.name if scope else "", (scope.version or "") if scope else "")
-        scopes.setdefault(scope_key, []).append(encode_span(span))
-    resource_spans = []
-    for resource, scopes in by_resource.values():
-        resource_spans.append(
+        scopes.setdefault(scope_key, []).append(span)
+    return [(resource, list(scopes.items())) for resource, scopes in by_resource.values()]
+
+
+def _resource_json(resource: Any) -> dict[str, Any]:
+    return {"attributes": _attributes(resource.attributes if resource else {})}
+
+
+def encode_request(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
+    """Group spans by resource and scope into one ``ExportTraceServiceRequest``."""
+    return {
+        "resourceSpans": [
             {
-                "resource": {"attributes": _attributes(resource.attributes if resource else {})},
+                "resource": _resource_json(resource),
                 "scopeSpans": [
-                    {"scope": {"name": name, "version": version}, "spans": encoded}
-                    for (name, version), encoded in scopes.items()
+                    {"scope": {"name": name, "version": version}, "spans": [encode_span(s) for s in members]}
+                    for (name, version), members in scopes
                 ],
             }
+            for resource, scopes in _grouped(spans)
+        ]
+    }
+
+
+def encode_line(spans: Sequence[ReadableSpan]) -> bytes:
+    """``orjson.dumps(encode_request(spans))``, byte for byte, with each span serialised as soon
+    as it is encoded: the encoded form is a few dozen small dicts and lists a span, and a whole
+    batch of them alive at once used to trigger several garbage collections per batch."""
+    resource_spans = []
+    for resource, scopes in _grouped(spans):
+        scope_spans = [
+            b'{"scope":' + orjson.dumps({"name": name, "version": version})
+            + b',"spans":[' + b",".join([orjson.dumps(encode_span(s)) for s in members]) + b"]}"
+            for (name, version), members in scopes
+        ]
+        resource_spans.append(
+            b'{"resource":' + orjson.dumps(_resource_json(resource)) + b',"scopeSpans":[' + b",".join(scope_spans) + b"]}"
         )
-    return {"resourceSpans": resource_spans}
+    return b'{"resourceSpans":[' + b",".join(resource_spans) + b"]}"
 
 
 def _reinit_lock_after_fork(owner: Any) -> None:
@@ -209,8 +247,7 @@ class JsonLinesSpanExporter(SpanExporter):
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
-            request = encode_request(spans)
-            line = orjson.dumps(request) + b"\n"
+            line = encode_line(spans) + b"\n"
             with self._lock:
                 self.directory.mkdir(parents=True, exist_ok=True)
                 self._write_sidecars(spans)
@@ -290,7 +327,7 @@ def _resolve_deferred(spans: Sequence[ReadableSpan]) -> None:
 
 
 class CaptureExporter(SpanExporter):
-    """What the BatchSpanProcessor hands finished spans to, on its worker thread: the
+    """What the span queue hands finished spans to, on the export thread: the
     ``redact`` hook first, then the capture files and, optionally, an OTLP/HTTP Collector.
 
     ``redact`` sees every attribute set that leaves the SDK: each span's attributes (a copy;
@@ -401,6 +438,8 @@ class CaptureExporter(SpanExporter):
             if target is None:
                 continue
             try:
+                if target is self.otlp:  # an OpenTelemetry exporter reads ReadableSpans
+                    kept = [s.to_readable() if type(s) is CaptureSpan else s for s in kept]
                 if target.export(kept) is not SpanExportResult.SUCCESS:
                     result = SpanExportResult.FAILURE
             except Exception as exc:  # noqa: BLE001 - an exporter must never raise into the SDK

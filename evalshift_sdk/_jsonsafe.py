@@ -31,6 +31,12 @@ def _safe_repr(value: Any) -> str:
 def dumps(value: Any) -> str:
     """JSON text for ``value``; unserialisable parts become their ``repr`` (or a placeholder)."""
     try:
+        # Nearly every value is plain JSON data: orjson's fast path first (OPT_NON_STR_KEYS
+        # alone makes it about 1.7x slower), the tolerant encoding only when that refuses.
+        return orjson.dumps(value).decode()
+    except TypeError:
+        pass
+    try:
         return orjson.dumps(value, default=_fallback, option=orjson.OPT_NON_STR_KEYS).decode()
     except Exception:  # noqa: BLE001 - model_dump/to_dict/repr of host objects may raise
         return orjson.dumps(_safe_repr(value)).decode()

@@ -1,7 +1,7 @@
-"""Process-wide capture state: the private tracer provider, turns, and the executed side.
+"""Process-wide capture state: the span queue, turns, and the executed side.
 
-Our TracerProvider is private and never registered globally, so the host's own OpenTelemetry
-setup (and any provider SDK that emits spans through the global provider) is left untouched.
+Our spans never go through a tracer provider, so the host's own OpenTelemetry setup (and any
+provider SDK that emits spans through the global provider) is left untouched.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import functools
 import inspect
 import random
 import threading
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
+from contextlib import ContextDecorator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -25,13 +25,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @dataclass
 class Runtime:
-    provider: Any
     exporter: Any
     toolsets: Any
     capture_dir: str
     sample_rate: float = 1.0
     processor: Any = None
-    """The batch processor our spans are handed to directly (see ``_spans.CaptureSpan``)."""
+    """The queue our finished spans go to, for the export thread (``_spans.SpanQueue``)."""
     resource: Any = None
     scope: Any = None
     span_type: Any = None
@@ -109,47 +108,74 @@ def current_turn() -> TurnState | None:
     return _current_turn.get()
 
 
-@contextmanager
-def turn(
-    prompt_id: str | None = None,
-    *,
-    inputs: Mapping[str, Any] | None = None,
-    tags: list[str] | tuple[str, ...] | None = None,
-    _implicit: bool = False,
-) -> Iterator[None]:
-    """Group the model calls and tool executions inside the block into one captured agent turn."""
-    rt = _runtime
-    state: TurnState | None = None
-    with capture_internal_exceptions("turn.start"):
-        if rt is not None:
-            sampled = rt.sample_rate >= 1.0 or random.random() < rt.sample_rate
-            span = None
-            if sampled:
-                attrs: dict[str, Any] = {A.OPERATION: A.OP_INVOKE_AGENT}
-                if prompt_id is not None:
-                    attrs[A.PROMPT_ID] = str(prompt_id)
-                    attrs[A.AGENT_NAME] = str(prompt_id)
-                if inputs is not None:
-                    attrs[A.INPUTS] = dumps(dict(inputs))
-                if tags:
-                    attrs[A.TAGS] = [str(t) for t in tags]
-                if _implicit:
-                    attrs[A.IMPLICIT_TURN] = True
-                name = f"invoke_agent {prompt_id}" if prompt_id else "invoke_agent"
-                # A new trace per turn, never a child of the host's current span: ingest groups
-                # by trace, and two turns inside one host request must stay two captures.
-                span = rt.span_type(rt, name, None, attrs)
-            state = TurnState(span=span, sampled=sampled)
-    token = _current_turn.set(state) if state is not None else None
-    try:
-        yield
-    except BaseException as exc:
-        with capture_internal_exceptions("turn.error"):
-            # A generator closed early (the host stopped reading a stream) is not a failure.
-            if state is not None and state.span is not None and not isinstance(exc, GeneratorExit):
-                _mark_error(state.span, exc)
-        raise
-    finally:
+_TURN_START = capture_internal_exceptions("turn.start")
+_TURN_ERROR = capture_internal_exceptions("turn.error")
+_TURN_END = capture_internal_exceptions("turn.end")
+
+
+def _open_turn(
+    rt: Runtime, prompt_id: str | None, inputs: Mapping[str, Any] | None, tags: Any, implicit: bool
+) -> TurnState:
+    sampled = rt.sample_rate >= 1.0 or random.random() < rt.sample_rate
+    span = None
+    if sampled:
+        attrs: dict[str, Any] = {A.OPERATION: A.OP_INVOKE_AGENT}
+        if prompt_id is not None:
+            attrs[A.PROMPT_ID] = str(prompt_id)
+            attrs[A.AGENT_NAME] = str(prompt_id)
+        if inputs is not None:
+            attrs[A.INPUTS] = dumps(dict(inputs))
+        if tags:
+            attrs[A.TAGS] = [str(t) for t in tags]
+        if implicit:
+            attrs[A.IMPLICIT_TURN] = True
+        name = f"invoke_agent {prompt_id}" if prompt_id else "invoke_agent"
+        # A new trace per turn, never a child of the host's current span: ingest groups by
+        # trace, and two turns inside one host request must stay two captures.
+        span = rt.span_type(rt, name, None, attrs)
+    return TurnState(span=span, sampled=sampled)
+
+
+class turn(ContextDecorator):  # noqa: N801 - the public ``evalshift_sdk.turn(...)``, used like a function
+    """Group the model calls and tool executions inside the block into one captured agent turn.
+
+    A class rather than a ``@contextmanager`` generator: one opens and closes around every
+    turn, and a plain ``__enter__``/``__exit__`` pair costs a fraction of the generator's.
+    """
+
+    def __init__(
+        self,
+        prompt_id: str | None = None,
+        *,
+        inputs: Mapping[str, Any] | None = None,
+        tags: list[str] | tuple[str, ...] | None = None,
+        _implicit: bool = False,
+    ) -> None:
+        self._args = (prompt_id, inputs, tags, _implicit)
+        self._state: TurnState | None = None
+        self._token: Any = None
+
+    def _recreate_cm(self) -> turn:
+        # As a decorator: a turn of its own for each call.
+        prompt_id, inputs, tags, implicit = self._args
+        return type(self)(prompt_id, inputs=inputs, tags=tags, _implicit=implicit)
+
+    def __enter__(self) -> None:
+        rt = _runtime
+        state = None
+        with _TURN_START:
+            if rt is not None:
+                state = _open_turn(rt, *self._args)
+        self._state = state
+        self._token = _current_turn.set(state) if state is not None else None
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        state, token = self._state, self._token
+        if exc is not None:
+            with _TURN_ERROR:
+                # A generator closed early (the host stopped reading a stream) is not a failure.
+                if state is not None and state.span is not None and not isinstance(exc, GeneratorExit):
+                    _mark_error(state.span, exc)
         if token is not None:
             try:
                 _current_turn.reset(token)
@@ -157,10 +183,11 @@ def turn(
                 # Closed from another context (a generator finalised elsewhere): that context
                 # never saw this turn, so there is nothing to restore there.
                 pass
-        with capture_internal_exceptions("turn.end"):
+        with _TURN_END:
             if state is not None and state.span is not None:
                 state.span.end()
                 state.requested.clear()
+        return False
 
 
 def implicit_turn() -> Any:
@@ -230,7 +257,7 @@ def tool_span(
     }
     if linked is not None:
         attrs[A.TOOL_CALL_ID] = str(linked)
-    span = rt.span_type(rt, f"execute_tool {name}", state.span.context if state else None, attrs)
+    span = rt.span_type(rt, f"execute_tool {name}", state.span if state else None, attrs)
     return span, state, linked
 
 

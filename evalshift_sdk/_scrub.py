@@ -32,10 +32,12 @@ def _keep_prefix(match: re.Match[str]) -> str:
 
 
 def might_hold_credentials(text: str) -> bool:
-    """False when ``text`` cannot hold anything :func:`scrub` would change: a few C-speed
-    substring tests, so the export thread can skip the regex for nearly every span."""
-    return ("sk-" in text or "earer" in text or "key" in text or "Key" in text or "KEY" in text
-            or "EARER" in text or "uthorization" in text or "UTHORIZATION" in text)
+    """False when ``text`` cannot hold anything :func:`scrub` would change: four C-speed
+    substring tests on its bytes with ASCII letters lowered (the header names match in any
+    case, ``AuThOrIzAtIoN`` too), so the export thread can skip the regex for nearly every
+    span. Lowering bytes is a fraction of what eight case-by-case searches of the text cost."""
+    lowered = text.encode("utf-8", "surrogatepass").lower()
+    return b"sk-" in lowered or b"earer" in lowered or b"key" in lowered or b"uthorization" in lowered
 
 
 def scrub(text: str) -> str:

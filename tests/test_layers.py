@@ -12,7 +12,7 @@ PACKAGE = Path(evalshift_core.__file__).parent
 # Lowest first. A module may import from its own room and from any room listed before it.
 # config validates the stages' settings, so it sits above them; no stage reads evalshift.yaml.
 LAYERS = (
-    ("_exceptions", "_models", "_io", "_progress", "_limits", "_shapes", "simulator"),
+    ("_exceptions", "_models", "_io", "_progress", "_limits", "_shapes", "_parallel", "simulator"),
     ("store",),
     ("ingest",),
     ("promote",),
@@ -21,7 +21,7 @@ LAYERS = (
     ("analysis",),
     ("report",),
     ("config",),
-    ("_compare",),
+    ("_compare", "_evaluation"),
     ("cli", "__init__", "__main__"),
 )
 RANK = {room: rank for rank, rooms in enumerate(LAYERS) for room in rooms}

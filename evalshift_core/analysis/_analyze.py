@@ -9,12 +9,14 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, Literal
 
 from .._exceptions import ConfigError
 from .._models import Example
 from .._progress import counted, progress_bar
 from ..evaluators import ScoreRecord
+from ..evaluators._attribution import Attribution, attribute
 from ..evaluators._base import MISSED_BELOW
 from ..evaluators._calibration import UNCALIBRATED
 from ._headline import (
@@ -31,11 +33,9 @@ from ._labels import (
     REFUSAL_REGRESSION,
     TOOL_GROUND_TRUTH_MISS,
     UNLABELLED_SCORE_DROP,
-    attribution,
     diverged,
     is_ground_truth_miss,
     regression_labels,
-    tools_of,
 )
 from ._policy import MigrationPolicy
 from ._records import Analysis, ComparisonResult, LabelSummary, Regression
@@ -70,6 +70,16 @@ class _Group:
     """Drift rows without an A/A baseline: left out of the test and of every rate."""
     difference_sd: float = 0.0
     design_effect: float = 1.0
+    attributed: list[Attribution | None] = field(init=False)
+    """Per measured row: what it and each of its regression labels point at, read once for the
+    labels and the regressions alike; None for a row that neither regressed nor carries a label."""
+
+    def __post_init__(self) -> None:
+        self.attributed = []
+        for r in self.measured:
+            labels = regression_labels(r) if r.labels else []
+            regressed = labels or r.target_score < r.source_score
+            self.attributed.append(attribute(r, labels) if regressed else None)
 
     @property
     def calibrated(self) -> bool:
@@ -86,8 +96,8 @@ def _baseline_kind(record: ScoreRecord) -> str | None:
     return None
 
 
-def _drifted(score: float) -> bool:
-    """A drift score below 1.0: this side differed from the reference."""
+def _drifted(score: Any) -> Any:
+    """A drift score below 1.0: this side differed from the reference (elementwise on an array)."""
     return score < 1.0 - TIE_TOLERANCE
 
 
@@ -155,9 +165,11 @@ def _compare(
     import numpy as np
 
     evaluator, name, side = key
-    skipped = [r for r in rows if r.skipped]
-    misses = [r for r in rows if not r.skipped and is_ground_truth_miss(r)]
-    measured = [r for r in rows if not r.skipped and not is_ground_truth_miss(r)]
+    skipped: list[ScoreRecord] = []
+    misses: list[ScoreRecord] = []
+    measured: list[ScoreRecord] = []
+    for r in rows:
+        (skipped if r.skipped else misses if is_ground_truth_miss(r) else measured).append(r)
     if not measured:
         why = (f"{NOTHING_MEASURED}: every row was skipped" if not misses
                else f"{NOTHING_MEASURED}: every measured row was a {TOOL_GROUND_TRUTH_MISS}")
@@ -167,7 +179,7 @@ def _compare(
         return _Group(result=result, ground_truth_misses=misses)
     kinds = [_baseline_kind(r) for r in measured]
     drift = any(k is not None for k in kinds)
-    uncalibrated = [r for r, k in zip(measured, kinds) if k == UNCALIBRATED]
+    uncalibrated = [r for r, k in zip(measured, kinds) if k == UNCALIBRATED] if drift else []
     if drift and len(uncalibrated) == len(measured):
         return _uncalibrated(key, measured, skipped, misses)
     if uncalibrated:
@@ -176,7 +188,8 @@ def _compare(
     t = np.array([r.target_score for r in measured])
     d = t - s
     n = d.size
-    clusters = None if clusters_of is None else [clusters_of.get(r.example_id, f"example:{r.example_id}") for r in measured]
+    clusters = None if clusters_of is None else [
+        clusters_of.get(r.example_id) or f"example:{r.example_id}" for r in measured]
     n_clusters = len(set(clusters)) if clusters is not None else n
     shared = clusters is not None and 2 <= n_clusters < n
     test = paired_test(s, t, clusters=clusters if shared else None)
@@ -185,11 +198,11 @@ def _compare(
     sd = float(d.std(ddof=1)) if n > 1 else 0.0
     se = standard_error(d)
     se_cl = clustered_standard_error(d, clusters) if shared and clusters is not None else None
-    regressed = [r for r in measured if r.target_score < r.source_score]
+    dropped = t < s
     affected = int(np.sum(d <= -MATERIAL_DROP + 1e-12))
     # A calibrated drift row regressed when the target drifted further than the source's own
     # second run; its labels alone are the same noise the baseline shows.
-    flagged = regressed if drift else [r for r in measured if r.target_score < r.source_score or regression_labels(r)]
+    flagged = [r for r, drop in zip(measured, dropped.tolist()) if drop or (not drift and regression_labels(r))]
     difference = float(d.mean())
     severity = None
     if flagged:
@@ -214,14 +227,14 @@ def _compare(
         se_clustered=se_cl,
         clusters=n_clusters if shared else None,
         severity=severity,
-        regressed=len(regressed),
+        regressed=int(np.count_nonzero(dropped)),
         share_affected=affected / n,
         skipped=len(skipped),
         ground_truth_misses=len(misses),
         baseline=_baselines(measured) if drift else None,
         uncalibrated=len(uncalibrated),
-        drift_share=float(np.mean([_drifted(x) for x in t])) if drift else None,
-        baseline_drift_share=float(np.mean([_drifted(x) for x in s])) if drift else None,
+        drift_share=float(np.mean(_drifted(t))) if drift else None,
+        baseline_drift_share=float(np.mean(_drifted(s))) if drift else None,
     )
     design_effect = (se_cl / se) ** 2 if se_cl is not None and se > 0 else 1.0
     return _Group(result=result, measured=measured, ground_truth_misses=misses, uncalibrated=uncalibrated,
@@ -272,15 +285,14 @@ def _label_summaries(groups: list[_Group]) -> tuple[dict[str, LabelSummary], dic
     for g in groups:
         where = g.result.label
         calibrated_drift = g.calibrated and g.result.baseline is not None
-        for r in g.measured:
-            labels = regression_labels(r)
-            if not labels and r.target_score < r.source_score and g.calibrated:
+        for r, attributed in zip(g.measured, g.attributed):
+            labels = attributed.labels if attributed is not None else {}
+            if attributed is not None and not labels and g.calibrated:  # regressed, with no label
                 categories.setdefault(UNLABELLED_SCORE_DROP, set()).add(r.example_id)
-            for label in labels:
+            for label, (tools, fields) in labels.items():
                 categories.setdefault(label, set()).add(r.example_id)
                 examples.setdefault(label, set()).add(r.example_id)
                 by_evaluator.setdefault(label, {}).setdefault(where, set()).add(r.example_id)
-                tools, fields = attribution(r, label)
                 for tool in tools:
                     by_tool.setdefault(label, {}).setdefault(tool, set()).add(r.example_id)
                 for f in fields:
@@ -459,29 +471,34 @@ def _check_harness(groups: list[_Group], promoted: set[str] | None, found: _Find
         c = g.result
         if c.evaluator != "tool_selection":
             continue
-        rows = [r for r in g.measured + g.ground_truth_misses if _is_conformance(r)]
-        if promoted is not None:
-            written = [r for r in rows if r.example_id not in promoted]
-            rows = [r for r in rows if r.example_id in promoted]
-            missed = sum(r.source_score < MISSED_BELOW for r in written)
-            if missed:
-                # Hand-written or imported ground truth: a weak source missing it is a finding
-                # about the source, not a sign the harness is broken.
-                recommendations.append(
-                    f"{c.label}: the source model missed the ground truth on {missed} of {len(written)} "
-                    f"examples not promoted from captures ({_pct(missed / len(written))}); the target is "
-                    "compared with the source on them as on every other example — review those "
-                    "expectations if the source is known to be right"
-                )
+        # Conformance rows, counted apart when their example was not promoted from captures;
+        # "failed" is missed (most of the recorded calls wrong), not imperfect: a non-deterministic
+        # source rarely repeats a multi-round recording exactly, and a working harness is no broken one.
+        rows = failed = written = missed = 0
+        for r in chain(g.measured, g.ground_truth_misses):
+            if not _is_conformance(r):
+                continue
+            if promoted is not None and r.example_id not in promoted:
+                written += 1
+                missed += r.source_score < MISSED_BELOW
+            else:
+                rows += 1
+                failed += r.source_score < MISSED_BELOW
+        if missed:
+            # Hand-written or imported ground truth: a weak source missing it is a finding
+            # about the source, not a sign the harness is broken.
+            recommendations.append(
+                f"{c.label}: the source model missed the ground truth on {missed} of {written} "
+                f"examples not promoted from captures ({_pct(missed / written)}); the target is "
+                "compared with the source on them as on every other example — review those "
+                "expectations if the source is known to be right"
+            )
         if not rows:
             continue
-        # "Failed" is missed (most of the recorded calls wrong), not imperfect: a non-deterministic
-        # source rarely repeats a multi-round recording exactly, and a working harness is no broken one.
-        failed = sum(r.source_score < MISSED_BELOW for r in rows)
-        if 2 * failed >= len(rows):
+        if 2 * failed >= rows:
             harness.append(
                 f"{BROKEN_HARNESS}: the source model failed the recorded ground truth on {failed} of "
-                f"{len(rows)} {c.evaluator}.{c.name} conformance rows ({_pct(failed / len(rows))}); the "
+                f"{rows} {c.evaluator}.{c.name} conformance rows ({_pct(failed / rows)}); the "
                 "suite's expectations were captured from the source model, so the run measured the "
                 "harness (wrong toolset attached, wrong prompt, suite promoted from a different agent), "
                 "not the migration"
@@ -668,17 +685,20 @@ def _decide(
     comparisons: list[ComparisonResult],
     tested: list[ComparisonResult],
     harness: list[str],
+    labels: dict[str, LabelSummary],
     pol: MigrationPolicy,
     found: _Findings,
 ) -> tuple[Literal["pass", "fail", "inconclusive"], list[str]]:
     """The verdict and its reasons, decisive ones first.
 
     The reasons name labels only where the verdict rests on them: calibrated comparisons.
+    ``labels`` are every comparison's, summed again here only when some are not calibrated.
     """
     fail, inconclusive, notes, banners = found.fail, found.inconclusive, found.notes, found.banners
     a = pol.alpha
     delta = pol.minimum_detectable_drop
-    label_lines = _label_lines(_label_summaries([g for g in groups if g.calibrated])[0])
+    calibrated = [g for g in groups if g.calibrated]
+    label_lines = _label_lines(labels if len(calibrated) == len(groups) else _label_summaries(calibrated)[0])
     tested_any = any(c.status == "measured" for c in comparisons)
     verdict: Literal["pass", "fail", "inconclusive"]
     if harness:
@@ -724,14 +744,15 @@ def _regressions(groups: list[_Group]) -> list[Regression]:
         Regression.model_construct(
             example_id=r.example_id, evaluator=g.result.evaluator, name=g.result.name,
             side=g.result.side, source_score=r.source_score, target_score=r.target_score,
-            labels=list(r.labels), tools=tools_of(r),
+            labels=list(r.labels), tools=attributed.tools,
             severity=at_least(g.result.severity or "low", _min_severity(r)),
             metadata=r.metadata,
         )
         for g in groups
         if g.calibrated
-        for r in g.measured
-        if r.target_score < r.source_score or (g.result.baseline is None and regression_labels(r))
+        for r, attributed in zip(g.measured, g.attributed)
+        # a row with neither a drop nor a regression label was not attributed
+        if attributed is not None and (r.target_score < r.source_score or (g.result.baseline is None and attributed.labels))
     ]
     regressions.sort(key=lambda x: -severity_rank(x.severity or "low"))
     return regressions
@@ -796,7 +817,7 @@ def analyze(
     _apply_thresholds(comparisons, pol, found)
     _apply_budgets(groups, pol, seed=seed, n_resamples=n_resamples, found=found)
     _recommend(groups, comparisons, failure_categories, pol, found)
-    verdict, reasons = _decide(groups, comparisons, tested, harness, pol, found)
+    verdict, reasons = _decide(groups, comparisons, tested, harness, labels, pol, found)
     regressions = _regressions(groups)
     bar.update()
     bar.close()

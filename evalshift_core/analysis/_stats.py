@@ -204,6 +204,25 @@ def paired_test(
     )
 
 
+def _exact_small_integers(values: np.ndarray) -> np.ndarray | None:
+    """``values`` as int8 or int16 when each is a whole number that fits (0/1 scores, their cluster
+    sums), else None.
+
+    Whole numbers add up exactly in float64 in any order (every partial sum stays far below
+    2**53), so summing the small integers gives the very totals the float sum would, reading an
+    eighth or a quarter of the bytes.
+    """
+    import numpy as np
+
+    if values.size == 0 or not np.array_equal(values, np.trunc(values)):
+        return None
+    largest = float(np.abs(values).max())
+    for dtype in (np.int8, np.int16):
+        if largest <= np.iinfo(dtype).max:
+            return values.astype(dtype)
+    return None
+
+
 def bootstrap_ci(
     source: ArrayLike,
     target: ArrayLike,
@@ -234,18 +253,23 @@ def bootstrap_ci(
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     codes = _cluster_codes(clusters, n)
     if codes is None:
-        sums, counts = d, np.ones(n)
+        sums, counts = d, None
     else:
         sums = np.bincount(codes, weights=d)
-        counts = np.bincount(codes).astype(float)
+        counts = np.bincount(codes)
     units = sums.size
+    values = _exact_small_integers(sums)
+    # numpy draws bounded integers below 2**32 from the same 32-bit stream whatever the dtype:
+    # int32 indices are the very same resamples, gathered with half the memory traffic.
+    dtype = np.int32 if units <= np.iinfo(np.int32).max else np.int64
     means = np.empty(n_resamples)
-    # Chunk the index matrix so a large suite never allocates more than ~1e6 indices at once.
-    chunk = max(1, 1_000_000 // units)
+    # Chunk the index matrix: ~250k indices at a time keep the gather in cache on a large suite.
+    chunk = max(1, 250_000 // units)
     for start in range(0, n_resamples, chunk):
         stop = min(n_resamples, start + chunk)
-        idx = gen.integers(0, units, size=(stop - start, units))
-        means[start:stop] = sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
+        idx = gen.integers(0, units, size=(stop - start, units), dtype=dtype)
+        totals = sums[idx].sum(axis=1) if values is None else values[idx].sum(axis=1, dtype=np.int64)
+        means[start:stop] = totals / (units if counts is None else counts[idx].sum(axis=1))
     tail = (1 - confidence_level) / 2
     low, high = np.quantile(means, [tail, 1 - tail])
     return ConfidenceInterval(float(low), float(high))

@@ -83,51 +83,80 @@ def _sorted_counts(counter: Counter[str]) -> dict[str, int]:
     return dict(sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def tool_use(examples: Iterable[Example], calls: Iterable[Call]) -> ToolUse:
-    """Count, per tool, the examples in which each side called it; only examples both sides
-    answered count (a failed call leaves an example unmeasured)."""
-    by_key = {(c.example_id, c.role): c for c in calls if not c.repeat}  # the source's first replay
-    called: dict[str, list[int]] = {}
-    dropped: dict[str, Counter[str]] = {}
-    added: dict[str, Counter[str]] = {}
-    n_dropped: Counter[str] = Counter()
-    n_added: Counter[str] = Counter()
-    swaps: Counter[tuple[str, str]] = Counter()
-    swap_tags: dict[tuple[str, str], Counter[str]] = {}
-    tags: Counter[str] = Counter()
-    paired = 0
-    for ex in examples:
-        src, tgt = by_key.get((ex.id, "source")), by_key.get((ex.id, "target"))
+class ToolUseTally:
+    """Counts tool use example by example (:func:`tool_use` over a whole run at once)."""
+
+    def __init__(self) -> None:
+        self.called: dict[str, list[int]] = {}
+        self.dropped: dict[str, Counter[str]] = {}
+        self.added: dict[str, Counter[str]] = {}
+        self.n_dropped: Counter[str] = Counter()
+        self.n_added: Counter[str] = Counter()
+        self.swaps: Counter[tuple[str, str]] = Counter()
+        self.swap_tags: dict[tuple[str, str], Counter[str]] = {}
+        self.tags: Counter[str] = Counter()
+        self.paired = 0
+
+    def add(self, example: Example, src: Call | None, tgt: Call | None) -> None:
+        """Count one example's source and target rows (the source's first replay); only examples
+        both sides answered count (a failed call leaves an example unmeasured)."""
         if src is None or tgt is None or src.error or tgt.error or src.trace is None or tgt.trace is None:
-            continue
-        paired += 1
-        ex_tags = list(dict.fromkeys(ex.tags))
-        tags.update(ex_tags)
+            return
+        self.paired += 1
+        ex_tags = list(dict.fromkeys(example.tags))
+        self.tags.update(ex_tags)
         s_names, t_names = set(src.trace.names()), set(tgt.trace.names())
         for name in s_names | t_names:
-            counts = called.setdefault(name, [0, 0])
+            counts = self.called.setdefault(name, [0, 0])
             counts[0] += name in s_names
             counts[1] += name in t_names
         lost, gained = sorted(s_names - t_names), sorted(t_names - s_names)
         for name in lost:
-            n_dropped[name] += 1
-            dropped.setdefault(name, Counter()).update(ex_tags)
+            self.n_dropped[name] += 1
+            self.dropped.setdefault(name, Counter()).update(ex_tags)
         for name in gained:
-            n_added[name] += 1
-            added.setdefault(name, Counter()).update(ex_tags)
+            self.n_added[name] += 1
+            self.added.setdefault(name, Counter()).update(ex_tags)
         if len(lost) == 1 and len(gained) == 1:  # one tool called in place of another
-            swaps[(lost[0], gained[0])] += 1
-            swap_tags.setdefault((lost[0], gained[0]), Counter()).update(ex_tags)
-    shares = [
-        ToolShare(tool=name, source=s, target=t, dropped=n_dropped[name], added=n_added[name],
-                  dropped_tags=_sorted_counts(dropped.get(name, Counter())),
-                  added_tags=_sorted_counts(added.get(name, Counter())))
-        for name, (s, t) in called.items()
-    ]
-    shares.sort(key=lambda x: (-(x.dropped + x.added), -max(x.source, x.target), x.tool))
-    swap_list = [Swap(source_tool=a, target_tool=b, examples=n, tags=_sorted_counts(swap_tags[(a, b)]))
-                 for (a, b), n in sorted(swaps.items(), key=lambda kv: (-kv[1], kv[0]))]
-    return ToolUse(examples=paired, tools=shares, swaps=swap_list, tags=_sorted_counts(tags))
+            self.swaps[(lost[0], gained[0])] += 1
+            self.swap_tags.setdefault((lost[0], gained[0]), Counter()).update(ex_tags)
+
+    def merge(self, other: ToolUseTally) -> None:
+        """Count ``other``'s examples too (the examples another process counted)."""
+        for name, (s, t) in other.called.items():
+            counts = self.called.setdefault(name, [0, 0])
+            counts[0] += s
+            counts[1] += t
+        for mine, theirs in ((self.dropped, other.dropped), (self.added, other.added), (self.swap_tags, other.swap_tags)):
+            for key, counter in theirs.items():
+                mine.setdefault(key, Counter()).update(counter)
+        self.n_dropped.update(other.n_dropped)
+        self.n_added.update(other.n_added)
+        self.swaps.update(other.swaps)
+        self.tags.update(other.tags)
+        self.paired += other.paired
+
+    def result(self) -> ToolUse:
+        shares = [
+            ToolShare(tool=name, source=s, target=t, dropped=self.n_dropped[name], added=self.n_added[name],
+                      dropped_tags=_sorted_counts(self.dropped.get(name, Counter())),
+                      added_tags=_sorted_counts(self.added.get(name, Counter())))
+            for name, (s, t) in self.called.items()
+        ]
+        shares.sort(key=lambda x: (-(x.dropped + x.added), -max(x.source, x.target), x.tool))
+        swap_list = [Swap(source_tool=a, target_tool=b, examples=n, tags=_sorted_counts(self.swap_tags[(a, b)]))
+                     for (a, b), n in sorted(self.swaps.items(), key=lambda kv: (-kv[1], kv[0]))]
+        return ToolUse(examples=self.paired, tools=shares, swaps=swap_list, tags=_sorted_counts(self.tags))
+
+
+def tool_use(examples: Iterable[Example], calls: Iterable[Call]) -> ToolUse:
+    """Count, per tool, the examples in which each side called it; only examples both sides
+    answered count (a failed call leaves an example unmeasured)."""
+    by_key = {(c.example_id, c.role): c for c in calls if not c.repeat}  # the source's first replay
+    tally = ToolUseTally()
+    for ex in examples:
+        tally.add(ex, by_key.get((ex.id, "source")), by_key.get((ex.id, "target")))
+    return tally.result()
 
 
 def first_diverged_round(source: Call, target: Call) -> int | None:

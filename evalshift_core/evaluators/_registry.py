@@ -16,6 +16,7 @@ from typing import Any, TypeVar, overload
 
 from .._exceptions import ConfigError
 from .._models import Call, Example, Tool, ToolTrace
+from ..store._rows import pair_rows
 from ._base import Evaluator, Pair
 from ._calibration import Samples, calibrate
 from ._records import ScoreRecord
@@ -238,12 +239,13 @@ def evaluate_pair(
     return [r.model_dump(mode="json") for ev in built for r in calibrate(ev, ev.score_pair(pair), pair, samples)]
 
 
-def _progress(total: int, progress: bool | None) -> Any:
-    from tqdm import tqdm
+def scoring_progress(total: int, progress: bool | None = None) -> Any:
+    """The scoring's progress bar: on a terminal, from PROGRESS_MIN_EXAMPLES examples up, unless told."""
+    from .._progress import bar_class
 
     if progress is None:
         progress = total >= PROGRESS_MIN_EXAMPLES and sys.stderr.isatty()
-    return tqdm(total=total, desc="evaluate", unit="example", disable=not progress, leave=False)
+    return bar_class()(total=total, desc="evaluate", unit="example", disable=not progress, leave=False)
 
 
 class _OutOfOrder(Exception):
@@ -259,7 +261,7 @@ def _rows_in_order(examples: list[Example], calls: list[Call]) -> Rows:
     ``[source 1, target 1, source 2, target 2, ...]``.
 
     Raises :class:`_OutOfOrder` at the first row that breaks that order (the caller starts over
-    with :func:`_rows_by_lookup`). Reading each row beside its example keeps it in cache and
+    with :func:`~evalshift_core.store._rows.pair_rows`). Reading each row beside its example keeps it in cache and
     spares two lookups in two run-sized dicts per example.
     """
     if len(calls) != 2 * len(examples):
@@ -272,24 +274,6 @@ def _rows_in_order(examples: list[Example], calls: list[Call]) -> Rows:
                 or s.repeat):
             raise _OutOfOrder
         yield example, s, t, []
-
-
-def _rows_by_lookup(examples: list[Example], calls: list[Call]) -> Rows:
-    """Each example with its rows, in any row order; the last row of an (example, role, repeat)
-    wins, and a missing row gives None."""
-    sources: dict[str, dict[int, Call]] = {}
-    targets: dict[str, Call] = {}
-    for c in calls:
-        role = c.role
-        if role == "source":
-            sources.setdefault(c.example_id, {})[c.repeat or 0] = c
-        elif role == "target":
-            targets[c.example_id] = c
-    for example in examples:
-        example_id = example.id
-        repeats = sources.get(example_id, {})
-        extra = [repeats[k] for k in sorted(repeats) if k > 0]
-        yield example, repeats.get(0), targets.get(example_id), extra
 
 
 def _trace(row: Call | None) -> ToolTrace | None:
@@ -318,17 +302,26 @@ def evaluate_run(
     so ``tool_arguments`` can check target calls against the offered schemas; inline ``tools``
     need no base, and an unresolved sidecar only leaves that check out.
     """
-    built = build_evaluators(evaluators, providers=providers) if evaluators is None or isinstance(evaluators, Mapping) else _resolve(evaluators)
-    offered = _sidecars(base) if base is not None else None
-    with _progress(len(examples), progress) as bar, cyclic_gc_paused():
+    built = resolve_evaluators(evaluators, providers=providers)
+    offered = sidecars(base) if base is not None else None
+    with scoring_progress(len(examples), progress) as bar, cyclic_gc_paused():
         try:
             return _score_rows(_rows_in_order(examples, calls), built, timelines, bar, offered)
         except _OutOfOrder:
             bar.reset()
-            return _score_rows(_rows_by_lookup(examples, calls), built, timelines, bar, offered)
+            return _score_rows(pair_rows(examples, calls), built, timelines, bar, offered)
 
 
-def _sidecars(base: str | os.PathLike[str]) -> Callable[[Example], list[Tool] | None]:
+def resolve_evaluators(
+    evaluators: Mapping[str, Any] | Iterable[Evaluator] | None, *, providers: Mapping[str, Mapping[str, Any]] | None = None
+) -> list[Evaluator]:
+    """Evaluators as configured (an ``evaluators:`` mapping, or None for the defaults) or as given."""
+    if evaluators is None or isinstance(evaluators, Mapping):
+        return build_evaluators(evaluators, providers=providers)
+    return _resolve(evaluators)
+
+
+def sidecars(base: str | os.PathLike[str]) -> Callable[[Example], list[Tool] | None]:
     """The toolset an example's ``toolset_ref`` points at under ``base``, read once per ref
     (None when there is no ref or its sidecar is missing or unreadable)."""
     from .._exceptions import EvalShiftError
@@ -350,23 +343,19 @@ def _sidecars(base: str | os.PathLike[str]) -> Callable[[Example], list[Tool] | 
     return offered
 
 
-def _score_rows(
-    rows: Rows,
+def row_scorer(
     evaluators: list[Evaluator],
-    timelines: Mapping[tuple[str, str], Timeline] | None,
-    bar: Any,
+    timelines: Mapping[tuple[str, str], Timeline] | None = None,
     offered: Callable[[Example], list[Tool] | None] | None = None,
-) -> list[ScoreRecord]:
-    records: list[ScoreRecord] = []
-    extend = records.extend
-    update = None if bar.disable else bar.update
+) -> Callable[[Example, Call | None, Call | None, list[Call]], list[ScoreRecord]]:
+    """A function scoring one example's rows with ``evaluators``: its records, none when a side
+    has no row, a failed call or no trace."""
     scorers = [(ev, ev.score_pair) for ev in evaluators]
-    for example, source_row, target_row, extra in rows:
-        if update is not None:
-            update(1)
+
+    def score(example: Example, source_row: Call | None, target_row: Call | None, extra: list[Call]) -> list[ScoreRecord]:
         src, tgt = _trace(source_row), _trace(target_row)
         if src is None or tgt is None:  # no row, a failed call, or no trace
-            continue
+            return []
         pair_timelines = baseline_timeline = None
         if timelines:
             s_events = timelines.get((example.id, "source"))
@@ -383,8 +372,29 @@ def _score_rows(
                 repeats.append(trace)
         samples = Samples(source_model=source_row.model if source_row is not None else None, repeats=repeats,
                           timelines=pair_timelines, baseline_timeline=baseline_timeline)
+        records: list[ScoreRecord] = []
         for ev, score_pair in scorers:
-            extend(calibrate(ev, score_pair(pair), pair, samples))
+            records.extend(calibrate(ev, score_pair(pair), pair, samples))
+        return records
+
+    return score
+
+
+def _score_rows(
+    rows: Rows,
+    evaluators: list[Evaluator],
+    timelines: Mapping[tuple[str, str], Timeline] | None,
+    bar: Any,
+    offered: Callable[[Example], list[Tool] | None] | None = None,
+) -> list[ScoreRecord]:
+    records: list[ScoreRecord] = []
+    extend = records.extend
+    update = None if bar.disable else bar.update
+    score = row_scorer(evaluators, timelines, offered)
+    for example, source_row, target_row, extra in rows:
+        if update is not None:
+            update(1)
+        extend(score(example, source_row, target_row, extra))
     return records
 
 

@@ -82,3 +82,15 @@ def cyclic_gc_paused() -> Iterator[None]:
                 gc.freeze()
                 gc.unfreeze()
             gc.enable()
+
+
+def pack_records(records: list[ScoreRecord]) -> list[Any]:
+    """Records as another process can receive them cheaply: a plain ScoreRecord as the tuple of
+    its field values (pickling pydantic models, then rebuilding them, cost a 100k-example run's
+    forked half ~1 s; tuples and :func:`new_record` ~0.3 s); any other record as it is."""
+    return [tuple(r.__dict__.values()) if type(r) is ScoreRecord else r for r in records]
+
+
+def unpack_records(packed: list[Any]) -> list[ScoreRecord]:
+    """The records :func:`pack_records` packed, equal to the originals."""
+    return [new_record(*r) if type(r) is tuple else r for r in packed]

@@ -316,12 +316,12 @@ class _Promoter:
 
     def run(self, files: list[Path], positions: dict[str, FilePosition], assembler: TurnAssembler,
             progress: bool | None) -> None:
-        from tqdm import tqdm
+        from .._progress import bar_class
 
         if progress is None:
             progress = sys.stderr.isatty()
         total = sum(max(0, p.stat().st_size - (0 if p.suffix == ".gz" else positions[str(p)].offset)) for p in files)
-        bar = tqdm(total=total, unit="B", unit_scale=True, desc="capture sync", file=sys.stderr,
+        bar = bar_class()(total=total, unit="B", unit_scale=True, desc="capture sync", file=sys.stderr,
                    disable=not progress, leave=False)
         # Parsed spans form no reference cycles, so reference counting frees them; the cyclic
         # collector would only rescan every live span dict over and over (about 2x the runtime).

@@ -614,9 +614,9 @@ async def execute(units: list[Unit], replayer: Replayer, raw: Path, *, run_dir: 
 
 def progress_bar(units: list[Unit], run_id: str, enabled: bool) -> Any:
     """A tqdm bar on stderr counting requests answered (by the cache or a batch)."""
-    from tqdm import tqdm
+    from .._progress import bar_class
 
-    return tqdm(total=sum(len(u.requests) for u in units), desc=f"batch {run_id}", unit="request",
+    return bar_class()(total=sum(len(u.requests) for u in units), desc=f"batch {run_id}", unit="request",
                 file=sys.stderr, disable=not enabled, dynamic_ncols=True, leave=True)
 
 

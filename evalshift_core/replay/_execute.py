@@ -262,7 +262,7 @@ def run_sync(coro: Any) -> Any:
 
 def progress_bar(total: int, done: int, run_id: str, enabled: bool) -> Any:
     """A tqdm bar on stderr counting (example, model) rows, with the cost so far."""
-    from tqdm import tqdm
+    from .._progress import bar_class
 
-    return tqdm(total=total, initial=done, desc=f"replay {run_id}", unit="row", file=sys.stderr,
+    return bar_class()(total=total, initial=done, desc=f"replay {run_id}", unit="row", file=sys.stderr,
                 disable=not enabled, dynamic_ncols=True, leave=True)

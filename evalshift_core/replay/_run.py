@@ -22,6 +22,7 @@ from .._exceptions import ReplayError
 from .._io import atomic_write_jsonl
 from .._models import SCHEMA_VERSION, Call, Example
 from ..store._lock import run_lock
+from ..store._rows import record_written
 from ..store._runs import (
     EXAMPLES_FILE,
     RAW_FILE,
@@ -360,6 +361,7 @@ def _finish(out: Path, manifest: Manifest, calls: list[Call], replayer: Replayer
     # A stochastic model measured from the cache is one sample replayed: say how many were.
     manifest.cached_calls = (manifest.cached_calls or 0) + replayer.tally.cache_hits
     manifest.model_calls = (manifest.model_calls or 0) + replayer.tally.responses
+    record_written(out)  # evaluate reads rows it can vouch for straight from their JSON bytes
     write_manifest(out, manifest)
 
 

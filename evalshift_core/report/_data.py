@@ -12,7 +12,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import orjson
@@ -103,6 +103,12 @@ def tools_called(source: Call | None, target: Call | None) -> list[str]:
     return [f"Round {k}: {_names_line(source, k)} → {_names_line(target, k)}" for k in _round_numbers(*traces)]
 
 
+@lru_cache(maxsize=4096)
+def _name_opcodes(source: tuple[str, ...], target: tuple[str, ...]) -> list[tuple[str, int, int, int, int]]:
+    """How one round's tool names align; a run repeats few such pairs, so each is diffed once."""
+    return difflib.SequenceMatcher(a=source, b=target, autojunk=False).get_opcodes()
+
+
 def trace_diff(source: ToolTrace | None, target: ToolTrace | None) -> list[dict[str, Any]]:
     """Side-by-side diff of two traces, aligned on tool names per round.
 
@@ -114,9 +120,8 @@ def trace_diff(source: ToolTrace | None, target: ToolTrace | None) -> list[dict[
     for k in _round_numbers(source, target):
         src = source.round(k) if source is not None else []
         tgt = target.round(k) if target is not None else []
-        matcher = difflib.SequenceMatcher(a=[c.tool_name for c in src], b=[c.tool_name for c in tgt], autojunk=False)
         pairs: list[tuple[str, ToolCall | None, ToolCall | None]] = []
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        for tag, i1, i2, j1, j2 in _name_opcodes(tuple(c.tool_name for c in src), tuple(c.tool_name for c in tgt)):
             if tag == "equal":
                 for a, b in zip(src[i1:i2], tgt[j1:j2]):
                     pairs.append(("same" if a.arguments == b.arguments else "changed", a, b))
@@ -272,12 +277,10 @@ def _severity_rank(severity: str | None) -> int:
     return SEVERITIES.index(severity) if severity in SEVERITIES else -1
 
 
-def _banners(analysis: Analysis, calls: Iterable[Call]) -> list[dict[str, str]]:
+def _banners(analysis: Analysis, dropped: Mapping[str, Counter[str]]) -> list[dict[str, str]]:
+    """The banners above the tables; ``dropped`` counts, per model, the request settings it could
+    not honour (:func:`~evalshift_core.store._rows.dropped_params`)."""
     banners: list[dict[str, str]] = []
-    dropped: dict[str, Counter[str]] = {}
-    for c in calls:
-        if c.dropped_params:
-            dropped.setdefault(c.model, Counter()).update(c.dropped_params)
     if dropped:
         what = "; ".join(
             f"{model} dropped " + ", ".join(f"{p} on {n} call{'s' * (n != 1)}" for p, n in sorted(params.items()))
@@ -303,28 +306,61 @@ def comparison_name(c: Mapping[str, Any]) -> str:
 _OUTCOMES = {(1.0, 1.0): "held", (1.0, 0.0): "lost", (0.0, 1.0): "gained", (0.0, 0.0): "missed"}
 
 
+class ScoreBins:
+    """Per comparison, both sides' scores in ``bins`` bins and the pairs' outcomes, counted score
+    by score (:func:`distributions` over a whole run at once)."""
+
+    def __init__(self, bins: int = 10) -> None:
+        self.bins = bins
+        self.groups: dict[tuple[str, str, str | None], dict[str, Any]] = {}
+
+    def add(self, s: Any) -> None:
+        """One ``scores.jsonl`` row or ScoreRecord; a skipped one counts nowhere."""
+        if isinstance(s, Mapping):
+            if s.get("skipped"):
+                return
+            key = (s["evaluator"], s["name"], s.get("side"))
+            source, target = s.get("source_score"), s.get("target_score")
+        else:  # a ScoreRecord, read field by field
+            if s.skipped:
+                return
+            key = (s.evaluator, s.name, s.side)
+            source, target = s.source_score, s.target_score
+        g = self.groups.get(key)
+        if g is None:
+            g = self.groups[key] = {"source": [0] * self.bins, "target": [0] * self.bins, "pairs": Counter()}
+        bins = self.bins
+        for side, value in (("source", source), ("target", target)):
+            if isinstance(value, (int, float)) and math.isfinite(value):
+                g[side][min(bins - 1, max(0, int(value * bins)))] += 1
+        outcome = _OUTCOMES.get((source, target))  # type: ignore[arg-type]
+        g["pairs"][outcome or "graded"] += 1
+
+    def merge(self, other: ScoreBins) -> None:
+        """Count ``other``'s scores too, as if they came after this one's."""
+        for key, theirs in other.groups.items():
+            mine = self.groups.setdefault(key, {"source": [0] * self.bins, "target": [0] * self.bins,
+                                                "pairs": Counter()})
+            for side in ("source", "target"):
+                mine[side] = [a + b for a, b in zip(mine[side], theirs[side])]
+            mine["pairs"].update(theirs["pairs"])
+
+    def result(self) -> list[dict[str, Any]]:
+        return [
+            {"evaluator": e, "name": n, "side": side, "bins": self.bins, "source": g["source"], "target": g["target"],
+             "binary": "graded" not in g["pairs"],
+             "pairs": {k: g["pairs"][k] for k in ("held", "lost", "gained", "missed")} if "graded" not in g["pairs"] else None}
+            for (e, n, side), g in self.groups.items()
+        ]
+
+
 def distributions(scores: Iterable[Any], bins: int = 10) -> list[dict[str, Any]]:
     """Per comparison, both sides' scores in ``bins`` bins; a comparison whose every score is 0 or 1
     is ``binary`` and also counts its pairs as held, lost, gained and missed (by both)."""
-    groups: dict[tuple[str, str, str | None], dict[str, Any]] = {}
+    counted = ScoreBins(bins)
     for s in scores:
-        row = s if isinstance(s, Mapping) else s.model_dump()
-        if row.get("skipped"):
-            continue
-        key = (row["evaluator"], row["name"], row.get("side"))
-        g = groups.setdefault(key, {"source": [0] * bins, "target": [0] * bins, "pairs": Counter()})
-        for side in ("source", "target"):
-            value = row.get(f"{side}_score")
-            if isinstance(value, (int, float)) and math.isfinite(value):
-                g[side][min(bins - 1, max(0, int(value * bins)))] += 1
-        outcome = _OUTCOMES.get((row.get("source_score"), row.get("target_score")))  # type: ignore[arg-type]
-        g["pairs"][outcome or "graded"] += 1
-    return [
-        {"evaluator": e, "name": n, "side": side, "bins": bins, "source": g["source"], "target": g["target"],
-         "binary": "graded" not in g["pairs"],
-         "pairs": {k: g["pairs"][k] for k in ("held", "lost", "gained", "missed")} if "graded" not in g["pairs"] else None}
-        for (e, n, side), g in groups.items()
-    ]
+        counted.add(s)
+    return counted.result()
 
 
 def _label_items(labels: Mapping[str, LabelSummary]) -> list[dict[str, Any]]:
@@ -339,23 +375,164 @@ def _label_items(labels: Mapping[str, LabelSummary]) -> list[dict[str, Any]]:
     return sorted(items, key=lambda i: (-i["count"], i["label"], i["where"] or ""))
 
 
-def _round_counts(rows: list[Mapping[str, Any]]) -> list[dict[str, int]]:
-    """Multi-round runs: per round, the examples whose divergence starts there and all that diverge there."""
-    n = max([int(r.get("rounds") or 1) for r in rows] or [1])
-    if n <= 1:
-        return []
-    first, any_ = Counter(), Counter()
-    for r in rows:
-        diverged = r.get("diverged_rounds") or []
+class RowTally:
+    """What the report says of its rows as a whole (filters, per-round counts), row by row."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.regressed = 0
+        self.labels: set[str] = set()
+        self.tags: set[str] = set()
+        self.severities: set[str | None] = set()
+        self.rounds = 1
+        self.first: Counter[int] = Counter()
+        self.diverged: Counter[int] = Counter()
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        self.rows += 1
+        self.regressed += bool(row["regressions"])
+        self.labels.update(row["labels"])
+        self.tags.update(row["tags"])
+        self.severities.add(row["severity"])
+        self.rounds = max(self.rounds, int(row.get("rounds") or 1))
+        diverged = row.get("diverged_rounds") or []
         if diverged:
-            first[min(diverged)] += 1
-            any_.update(diverged)
-    return [{"round": k, "first": first[k], "diverged": any_[k]} for k in range(1, n + 1)]
+            self.first[min(diverged)] += 1
+            self.diverged.update(diverged)
+
+    def merge(self, other: RowTally) -> None:
+        """Count ``other``'s rows too (the rows another process tallied)."""
+        self.rows += other.rows
+        self.regressed += other.regressed
+        self.labels |= other.labels
+        self.tags |= other.tags
+        self.severities |= other.severities
+        self.rounds = max(self.rounds, other.rounds)
+        self.first += other.first
+        self.diverged += other.diverged
+
+    def round_counts(self) -> list[dict[str, int]]:
+        """Multi-round runs: per round, the examples whose divergence starts there and all that diverge there."""
+        if self.rounds <= 1:
+            return []
+        return [{"round": k, "first": self.first[k], "diverged": self.diverged[k]} for k in range(1, self.rounds + 1)]
+
+    def filters(self) -> dict[str, Any]:
+        return {
+            "labels": sorted(self.labels),
+            "tags": sorted(self.tags),
+            "severities": [s for s in SEVERITIES if s in self.severities],
+            "rounds": self.rounds,
+        }
 
 
 def as_analysis(analysis: Analysis | Mapping[str, Any]) -> Analysis:
     """An :class:`Analysis` as it is; a mapping in ``analysis.json``'s shape validated into one."""
     return analysis if isinstance(analysis, Analysis) else Analysis.model_validate(analysis)
+
+
+def row_order(row: Mapping[str, Any]) -> tuple[bool, int]:
+    """Where a row goes: regressions first, most severe first (then suite order, the sort being stable)."""
+    return not row["regressions"], -_severity_rank(row["severity"])
+
+
+def example_row(
+    ex: Example,
+    src: Call | None,
+    tgt: Call | None,
+    regressions: Iterable[Regression] = (),
+    severity_of: Mapping[tuple[str, str, str | None], str | None] | None = None,
+) -> dict[str, Any]:
+    """One example's row of the report: what each side called and said, and its regressions
+    (``severity_of`` gives each comparison's severity, by ``(evaluator, name, side)``)."""
+    regs = []
+    for r in regressions:
+        md = r.metadata
+        entry: dict[str, Any] = {
+            "evaluator": r.evaluator, "name": r.name, "side": r.side,
+            "source_score": r.source_score, "target_score": r.target_score,
+            "labels": list(r.labels), "tools": list(r.tools),
+            "severity": (severity_of or {}).get((r.evaluator, r.name, r.side)),
+            "kind": _row_kind(r.evaluator),
+        }
+        if expected := _expected_lines(md):
+            entry["expected"] = expected
+        if fields := field_explanations(md):
+            entry["fields"] = fields
+        if notes := _notes(md):
+            entry["notes"] = notes
+        regs.append(entry)
+    row: dict[str, Any] = {
+        "example_id": ex.id,
+        "tags": ex.tags,
+        "input": ex.inputs.get("input", ex.inputs or None),
+        "tools_called": tools_called(src, tgt),
+        "source_text": src.text if src else None,
+        "target_text": tgt.text if tgt else None,
+        "errors": [f"{c.role}: {c.error}" for c in (src, tgt) if c is not None and c.error],
+        "labels": sorted({lab for r in regs for lab in r["labels"]}),
+        "severity": max((r["severity"] for r in regs), key=_severity_rank, default=None),
+        "changed": bool(regs) or _tools_differ(src, tgt),
+        "regressions": regs,
+    }
+    traces = [c.trace for c in (src, tgt) if c is not None]
+    if _is_multi_round(*traces):
+        row["rounds"] = len(_round_numbers(*traces))
+        row["diverged_rounds"] = _diverged_rounds(src, tgt, regs)
+    if any(r["kind"] == "trace" for r in regs):
+        row["trace_diff"] = trace_diff(src.trace if src else None, tgt.trace if tgt else None)
+    if any(r["kind"] == "text" for r in regs):
+        row["text_diff"] = text_diff(row["source_text"], row["target_text"])
+    if fixtures := _fixture_lines(ex):
+        row["tool_results"] = fixtures
+    return row
+
+
+def report_header(
+    analysis: Analysis,
+    manifest: Mapping[str, Any],
+    tool_calls: Mapping[str, Any],
+    dropped: Mapping[str, Counter[str]],
+    score_distributions: list[dict[str, Any]] | None,
+    rows: RowTally,
+) -> dict[str, Any]:
+    """Everything report.json holds but its rows, in its key order (``examples`` last, empty)."""
+    a = analysis
+    # The chart agrees with the labels table: the analysis's counts when it has them.
+    label_counts = Counter({k: v.count for k, v in a.labels.items()}) or Counter(
+        lab for r in a.regressions for lab in r.labels)
+    return {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "run": dict(manifest),
+        "verdict": a.verdict,
+        # analysis.json from before the headline gets one told from the same counts
+        "headline": a.headline or headline(a, tool_calls),
+        "reasons": list(a.reasons),
+        "banners": _banners(a, dropped),
+        "analysis": a.model_dump(mode="json", exclude={"regressions"}),
+        "dropped_params": sorted({p for params in dropped.values() for p in params}),
+        "charts": {
+            "tool_calls": dict(tool_calls),
+            "rounds": rows.round_counts(),
+            "labels": _label_items(a.labels),
+            "distributions": score_distributions,
+            "regressions_by_label": dict(label_counts.most_common()),
+        },
+        "filters": rows.filters(),
+        "examples": [],
+    }
+
+
+def severities(analysis: Analysis) -> dict[tuple[str, str, str | None], str | None]:
+    """Each comparison's severity by ``(evaluator, name, side)``."""
+    return {(c.evaluator, c.name, c.side): c.severity for c in analysis.comparisons}
+
+
+def regressions_by_example(analysis: Analysis) -> dict[str, list[Regression]]:
+    regressed: dict[str, list[Regression]] = {}
+    for r in analysis.regressions:
+        regressed.setdefault(r.example_id, []).append(r)
+    return regressed
 
 
 def build_report(
@@ -376,84 +553,21 @@ def build_report(
     Rows come regressions first, most severe first, then in suite order. ``analysis`` may also be a
     mapping in ``analysis.json``'s shape, validated into an :class:`Analysis`.
     """
+    from ..store._rows import dropped_params, pair_rows
+
     a = as_analysis(analysis)
-    severity_of = {(c.evaluator, c.name, c.side): c.severity for c in a.comparisons}
-    by_key = {(c.example_id, c.role): c for c in calls if not c.repeat}  # source_repeats rows are the A/A baseline
-    regressed: dict[str, list[Regression]] = {}
-    for r in a.regressions:
-        regressed.setdefault(r.example_id, []).append(r)
-    rows = []
-    for ex in tracked(examples, len(examples), "build report", unit="example"):
-        src, tgt = by_key.get((ex.id, "source")), by_key.get((ex.id, "target"))
-        regs = []
-        for r in regressed.get(ex.id, []):
-            md = r.metadata
-            entry: dict[str, Any] = {
-                "evaluator": r.evaluator, "name": r.name, "side": r.side,
-                "source_score": r.source_score, "target_score": r.target_score,
-                "labels": list(r.labels), "tools": list(r.tools),
-                "severity": severity_of.get((r.evaluator, r.name, r.side)),
-                "kind": _row_kind(r.evaluator),
-            }
-            if expected := _expected_lines(md):
-                entry["expected"] = expected
-            if fields := field_explanations(md):
-                entry["fields"] = fields
-            if notes := _notes(md):
-                entry["notes"] = notes
-            regs.append(entry)
-        row: dict[str, Any] = {
-            "example_id": ex.id,
-            "tags": ex.tags,
-            "input": ex.inputs.get("input", ex.inputs or None),
-            "tools_called": tools_called(src, tgt),
-            "source_text": src.text if src else None,
-            "target_text": tgt.text if tgt else None,
-            "errors": [f"{c.role}: {c.error}" for c in (src, tgt) if c is not None and c.error],
-            "labels": sorted({lab for r in regs for lab in r["labels"]}),
-            "severity": max((r["severity"] for r in regs), key=_severity_rank, default=None),
-            "changed": bool(regs) or _tools_differ(src, tgt),
-            "regressions": regs,
-        }
-        traces = [c.trace for c in (src, tgt) if c is not None]
-        if _is_multi_round(*traces):
-            row["rounds"] = len(_round_numbers(*traces))
-            row["diverged_rounds"] = _diverged_rounds(src, tgt, regs)
-        if any(r["kind"] == "trace" for r in regs):
-            row["trace_diff"] = trace_diff(src.trace if src else None, tgt.trace if tgt else None)
-        if any(r["kind"] == "text" for r in regs):
-            row["text_diff"] = text_diff(row["source_text"], row["target_text"])
-        if fixtures := _fixture_lines(ex):
-            row["tool_results"] = fixtures
-        rows.append(row)
-    rows.sort(key=lambda r: (not r["regressions"], -_severity_rank(r["severity"])))
-    dropped = sorted({p for c in calls for p in c.dropped_params})
-    # The chart agrees with the labels table: the analysis's counts when it has them.
-    label_counts = Counter({k: v.count for k, v in a.labels.items()}) or Counter(
-        lab for r in a.regressions for lab in r.labels)
+    severity_of = severities(a)
+    regressed = regressions_by_example(a)
+    rows = [
+        example_row(ex, src, tgt, regressed.get(ex.id, ()), severity_of)
+        for ex, src, tgt, _ in tracked(pair_rows(examples, calls), len(examples), "build report", unit="example")
+    ]
+    rows.sort(key=row_order)
+    tally = RowTally()
+    for row in rows:
+        tally.add(row)
     tool_calls = dict(tool_calls) if tool_calls is not None else tool_use(examples, calls).as_dict()
-    return {
-        "schema_version": REPORT_SCHEMA_VERSION,
-        "run": dict(manifest),
-        "verdict": a.verdict,
-        # analysis.json from before the headline gets one told from the same counts
-        "headline": a.headline or headline(a, tool_calls),
-        "reasons": list(a.reasons),
-        "banners": _banners(a, calls),
-        "analysis": a.model_dump(mode="json", exclude={"regressions"}),
-        "dropped_params": dropped,
-        "charts": {
-            "tool_calls": tool_calls,
-            "rounds": _round_counts(rows),
-            "labels": _label_items(a.labels),
-            "distributions": distributions(scores) if scores is not None else None,
-            "regressions_by_label": dict(label_counts.most_common()),
-        },
-        "filters": {
-            "labels": sorted({lab for r in rows for lab in r["labels"]}),
-            "tags": sorted({t for r in rows for t in r["tags"]}),
-            "severities": [s for s in SEVERITIES if any(r["severity"] == s for r in rows)],
-            "rounds": max([r.get("rounds", 1) for r in rows] or [1]),
-        },
-        "examples": rows,
-    }
+    report = report_header(a, manifest, tool_calls, dropped_params(calls),
+                           distributions(scores) if scores is not None else None, tally)
+    report["examples"] = rows
+    return report

@@ -353,22 +353,41 @@ def _list_section(title: str, ident: str, items: list[str]) -> str:
     return f"<section aria-labelledby='{ident}'><h2 id='{ident}'>{title}</h2><ul>{''.join(f'<li>{_e(i)}</li>' for i in items)}</ul></section>"
 
 
+def html_text_cap(n_rows: int) -> int:
+    """The characters of model text each of ``n_rows`` rows without a regression may embed."""
+    return int(min(_HTML_TEXT_CAP, max(_HTML_TEXT_FLOOR, HTML_TEXT_BUDGET / (len(_HTML_TEXT_FIELDS) * max(1, n_rows)))))
+
+
+def html_row(row: Mapping[str, Any], text_cap: int) -> dict[str, Any]:
+    """A row as report.html embeds it: empty keys dropped, model text within ``text_cap``
+    (:func:`html_text_cap`; a row with a regression gets more)."""
+    slim = {k: v for k, v in row.items() if v is not None and v != [] and v is not False}
+    limit = _HTML_REGRESSED_TEXT_CAP if row.get("regressions") else text_cap
+    for key in _HTML_TEXT_FIELDS:
+        if isinstance(slim.get(key), str):
+            slim[key] = cap(slim[key], limit)
+    return slim
+
+
 def _html_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows as report.html embeds them: empty keys dropped, model text within the budget."""
-    per_row = int(min(_HTML_TEXT_CAP, max(_HTML_TEXT_FLOOR, HTML_TEXT_BUDGET / (len(_HTML_TEXT_FIELDS) * max(1, len(rows))))))
-    out = []
-    for row in rows:
-        slim = {k: v for k, v in row.items() if v is not None and v != [] and v is not False}
-        limit = _HTML_REGRESSED_TEXT_CAP if row.get("regressions") else per_row
-        for key in _HTML_TEXT_FIELDS:
-            if isinstance(slim.get(key), str):
-                slim[key] = cap(slim[key], limit)
-        out.append(slim)
-    return out
+    text_cap = html_text_cap(len(rows))
+    return [html_row(row, text_cap) for row in rows]
 
 
 def render_html(report: Mapping[str, Any]) -> str:
     """The self-contained HTML: first screen drawn here, per-example rows by the inline script."""
+    rows = report.get("examples") or []
+    before, after = html_around_rows(report, len(rows), sum(1 for r in rows if r.get("regressions")))
+    return before + ",".join(embed_json(row) for row in _html_rows(rows)) + after
+
+
+def html_around_rows(report: Mapping[str, Any], n_rows: int, n_regressed: int) -> tuple[str, str]:
+    """report.html but its rows: the text before the first embedded row and after the last.
+
+    The rows go between, each as :func:`embed_json` of its :func:`html_row`, comma-separated, so
+    a report can be written row by row.
+    """
     a = report.get("analysis") or {}
     run = report.get("run") or {}
     verdict = str(report.get("verdict") or a.get("verdict") or "inconclusive")
@@ -377,12 +396,10 @@ def render_html(report: Mapping[str, Any]) -> str:
         f"default-src 'none'; script-src {_csp_hash(js)}; style-src {_csp_hash(css)}; "
         "base-uri 'none'; form-action 'none'"
     )
-    rows = report.get("examples") or []
-    n_regressed = sum(1 for r in rows if r.get("regressions"))
     categories = [f"{k}: {v}" for k, v in (a.get("failure_categories") or {}).items()]
     source, target = run.get("source_model"), run.get("target_model")
     data = {
-        "examples": _html_rows(rows),
+        "examples": [],
         "filters": report.get("filters") or {},
         "models": {"source": source, "target": target},
     }
@@ -401,7 +418,7 @@ def render_html(report: Mapping[str, Any]) -> str:
         f"<p id='headline' class='headline'>{_e(report.get('headline') or verdict.upper())}</p>"
         "<div class='verdict-body'><div>"
         f"<ul class='reasons'>{''.join(f'<li>{_e(r)}</li>' for r in report.get('reasons') or [])}</ul>"
-        f"<p class='muted'>{len(rows)} examples · {n_regressed} with a regression · "
+        f"<p class='muted'>{n_rows} examples · {n_regressed} with a regression · "
         f"{sum(1 for c in a.get('comparisons') or [] if c.get('status') != 'unknown')} comparisons measured</p></div>"
         f"{tool_chart_svg((report.get('charts') or {}).get('tool_calls') or {})}</div></section>",
         _banner_html(report.get("banners") or []),
@@ -429,10 +446,12 @@ def render_html(report: Mapping[str, Any]) -> str:
         "<span id='page'></span><button type='button' id='next'>Next →</button></nav></section></main>",
         "<footer class='muted'>One self-contained file: no network access; charts are inline SVG drawn by the "
         "report itself. The full data is in report.json.</footer>",
-        f"<script type='application/json' id='evalshift-data'>{embed_json(data)}</script>",
-        f"<script>{js}</script></body></html>",
+        "<script type='application/json' id='evalshift-data'>",
     ]
-    return "".join(parts)
+    opening = '{"examples":['
+    embedded = embed_json(data)
+    assert embedded.startswith(opening)
+    return "".join(parts) + opening, embedded[len(opening):] + f"</script><script>{js}</script></body></html>"
 
 
 def report_href(report_path: str | os.PathLike[str]) -> str:

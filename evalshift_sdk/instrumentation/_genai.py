@@ -53,6 +53,8 @@ def parse_arguments(raw: Any) -> Any:
 
 def as_mapping(value: Any) -> Mapping[str, Any]:
     """A plain mapping view of a request item (dicts pass through; SDK models are dumped)."""
+    if type(value) is dict:  # nearly always: ahead of the slower abstract-class check
+        return value
     if isinstance(value, Mapping):
         return value
     dump = getattr(value, "model_dump", None)
@@ -294,7 +296,7 @@ class ModelCall:
             attrs[A.STREAMED] = True
         parent = None
         if turn is not None:
-            parent = turn.span.get_span_context()
+            parent = turn.span
         else:
             # A call outside any turn is a turn of its own; never a child of the host's spans.
             attrs[A.IMPLICIT_TURN] = True

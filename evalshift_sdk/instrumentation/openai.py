@@ -377,26 +377,30 @@ class ChatAccumulator(Accumulator):
         self.calls: dict[int, dict[str, Any]] = {}
         self.finish_reasons: list[str] = []
         self.usage: Any = None
-        self.model: str | None = None
-        self.id: str | None = None
+        self.first: Any = None
+        self.last: Any = None
 
     def on_chunk(self, chunk: Any) -> None:
-        self.model = getattr(chunk, "model", None) or self.model
-        self.id = getattr(chunk, "id", None) or self.id
+        # Runs between the host's chunks, dozens of times a call: the common chunk (one choice,
+        # a text or argument fragment) takes the fewest lookups and allocates nothing. Model
+        # and id are read once, at the end, from the last chunk that has them.
+        if self.first is None:
+            self.first = chunk
+        self.last = chunk
         usage = getattr(chunk, "usage", None)
         if usage is not None:
             self.usage = usage
-        for choice in getattr(chunk, "choices", None) or []:
+        for choice in getattr(chunk, "choices", None) or ():
             if getattr(choice, "index", 0) != 0:
                 continue
             delta = choice.delta
             if delta is not None:
                 if delta.content:
                     self.text.append(delta.content)
-                if getattr(delta, "refusal", None):
-                    self.refusal.append(delta.refusal)
-                for tc in getattr(delta, "tool_calls", None) or []:
-                    slot = self.calls.setdefault(tc.index, {"id": None, "name": "", "args": []})
+                for tc in getattr(delta, "tool_calls", None) or ():
+                    slot = self.calls.get(tc.index)
+                    if slot is None:
+                        slot = self.calls[tc.index] = {"id": None, "name": "", "args": []}
                     if tc.id:
                         slot["id"] = tc.id
                     fn = tc.function
@@ -405,6 +409,8 @@ class ChatAccumulator(Accumulator):
                             slot["name"] += fn.name
                         if fn.arguments:
                             slot["args"].append(fn.arguments)
+                if getattr(delta, "refusal", None):
+                    self.refusal.append(delta.refusal)
                 legacy = getattr(delta, "function_call", None)
                 if legacy is not None:
                     slot = self.calls.setdefault(-1, {"id": None, "name": "", "args": []})
@@ -414,6 +420,10 @@ class ChatAccumulator(Accumulator):
                         slot["args"].append(legacy.arguments)
             if choice.finish_reason:
                 self.finish_reasons.append(choice.finish_reason)
+
+    def _last(self, field: str) -> Any:
+        """``field`` of the last chunk, else of the first (some servers fill it in only once)."""
+        return getattr(self.last, field, None) or getattr(self.first, field, None) or None
 
     def result(self) -> dict[str, Any]:
         calls = [
@@ -427,8 +437,8 @@ class ChatAccumulator(Accumulator):
             "finish_reasons": self.finish_reasons,
             "input_tokens": getattr(self.usage, "prompt_tokens", None),
             "output_tokens": getattr(self.usage, "completion_tokens", None),
-            "response_model": self.model,
-            "response_id": self.id,
+            "response_model": self._last("model"),
+            "response_id": self._last("id"),
         }
 
 
@@ -478,9 +488,11 @@ def _streams(kwargs: Mapping[str, Any]) -> bool:
 
 
 def _sync(site: str, start: Any, finish: Any, acc: Any) -> Any:
+    mode = capture_internal_exceptions(site + ".mode")
+
     def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         streamed = False
-        with capture_internal_exceptions(site + ".mode"):
+        with mode:
             streamed = _streams(kwargs)
         return observe_sync(site, wrapped, args, kwargs, start, finish, acc if streamed else None)
 
@@ -488,9 +500,11 @@ def _sync(site: str, start: Any, finish: Any, acc: Any) -> Any:
 
 
 def _async(site: str, start: Any, finish: Any, acc: Any) -> Any:
+    mode = capture_internal_exceptions(site + ".mode")
+
     async def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         streamed = False
-        with capture_internal_exceptions(site + ".mode"):
+        with mode:
             streamed = _streams(kwargs)
         return await observe_async(site, wrapped, args, kwargs, start, finish, acc if streamed else None)
 

@@ -63,3 +63,19 @@ def test_example_refuses_both_toolset_ref_and_tools():
 def test_empty_tools_is_a_real_value():
     ex = Example.model_validate_json('{"id": "t", "tools": []}')
     assert ex.tools == []
+
+
+def test_shape_checks_are_skipped_only_for_rows_read_back_as_written():
+    """Rows of a run file EvalShift wrote (written.json vouches for it) passed the shape checks
+    when first read; any other context, even an equal-looking one, runs them."""
+    import pytest
+    from pydantic import ValidationError
+
+    from evalshift_core._models import AS_WRITTEN, Example
+
+    row = '{"id": "e1", "history": [{"role": "user", "parts": ["a bare string"]}], "generation_config": {"stop": 1.5}}'
+    with pytest.raises(ValidationError):
+        Example.model_validate_json(row)
+    with pytest.raises(ValidationError):
+        Example.model_validate_json(row, context=dict(AS_WRITTEN))
+    assert Example.model_validate_json(row, context=AS_WRITTEN).generation_config == {"stop": 1.5}

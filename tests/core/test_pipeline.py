@@ -6,8 +6,10 @@ import json
 import subprocess
 import sys
 
-from evalshift_core import compare, load_suite, sync
+from evalshift_core import Config, compare, load_suite, sync
+from evalshift_core._compare import evaluate_saved_run
 from evalshift_core.cli._demo import DEMO_CONFIG, find_example_agent
+from evalshift_core.store._rows import written_intact
 
 
 def _capture_agent(sim, capture_dir):
@@ -40,6 +42,12 @@ def test_capture_sync_compare_reports_the_security_regression(demo_simulator, tm
     assert analysis["verdict"] == "fail"
     assert analysis["labels"]["TOOL_SELECTION_DRIFT"]["by_tool"]["notify_security_team"] >= len(security)
     assert cmp.report_path.exists() and "notify_security_team" in cmp.report_path.read_text()
+
+    # the replay vouched for its rows, so evaluating the saved run reads them as written, to the byte
+    assert written_intact(cmp.run_dir)
+    written = {name: (cmp.run_dir / name).read_bytes() for name in ("scores.jsonl", "analysis.json", "report.json")}
+    again = evaluate_saved_run(cmp.run_id, config=Config.model_validate(DEMO_CONFIG), base=base)
+    assert {name: (again.run_dir / name).read_bytes() for name in written} == written
 
 
 def test_second_sync_is_a_no_op(demo_simulator, tmp_path):

@@ -48,6 +48,33 @@ def test_the_host_changing_its_lists_after_the_call_does_not_change_the_record(c
     assert chat["attrs"][A.TOOLSET_REF] == _genai.toolset_of(TOOLS)[1]
 
 
+def test_one_tools_list_changed_between_calls_gets_the_ref_of_what_it_held_each_time(capture_dir, spans):
+    """The toolset cache is keyed by the tools' content, never by the list object: an agent
+    that edits its one tools list in place (a description reworded, a tool added) between calls
+    gets a new ref and sidecar for each version, and equal content in another list shares one."""
+    client = in_process_openai()
+    tools = [{"type": "function", "function": {"name": "lookup_order", "description": "Look up an order.",
+                                               "parameters": {"type": "object", "properties": {}}}}]
+    versions = []
+    for change in (None, "reword", "add", "copy"):
+        if change == "reword":
+            tools[0]["function"]["description"] = "Find an order by its id."
+        elif change == "add":
+            tools.append({"type": "function", "function": {"name": "issue_refund", "parameters": {}}})
+        offered = json.loads(json.dumps(tools)) if change == "copy" else tools
+        versions.append(json.loads(json.dumps(tools)))
+        with evalshift_sdk.turn(prompt_id="agent"):
+            client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "A1?"}],
+                                           tools=offered)
+        evalshift_sdk.flush()  # exported before the next change, as a live agent's calls usually are
+    refs = [chat["attrs"][A.TOOLSET_REF] for chat in spans("chat")]
+    assert refs == [A.toolset_ref(A.normalise_toolset(v)) for v in versions]
+    assert len(set(refs[:3])) == 3 and refs[3] == refs[2]
+    for ref, version in zip(refs, versions):
+        sidecar = capture_dir / "toolsets" / A.ref_filename(ref)
+        assert json.loads(sidecar.read_text()) == A.normalise_toolset(version)
+
+
 def test_a_tool_run_before_the_export_links_to_the_call_it_answers(capture_dir, spans):
     client = in_process_openai()
 

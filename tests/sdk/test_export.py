@@ -270,3 +270,24 @@ def test_shutdown_restores_every_provider(tmp_path):
     after = [owner.__dict__[name] for owner, name in targets]
     assert all(p is not b for p, b in zip(patched, before))
     assert after == before
+
+
+def test_turn_as_a_decorator_opens_a_turn_per_call(tmp_path):
+    evalshift_sdk.init(tmp_path, enabled=True)
+    try:
+
+        @evalshift_sdk.turn(prompt_id="decorated")
+        def handle(ticket: str) -> str:
+            evalshift_sdk.record_tool("lookup", {"ticket": ticket})
+            return ticket
+
+        assert [handle("a"), handle("b")] == ["a", "b"]
+        assert evalshift_sdk.current_turn() is None
+    finally:
+        evalshift_sdk.shutdown()
+    spans = read_spans(tmp_path)
+    turns = [s for s in spans if s["name"] == "invoke_agent decorated"]
+    tools = [s for s in spans if s["name"] == "execute_tool lookup"]
+    assert len(turns) == 2 and len(tools) == 2
+    assert {t["traceId"] for t in turns} == {t["traceId"] for t in tools}
+    assert len({t["traceId"] for t in turns}) == 2

@@ -115,7 +115,7 @@ BOOKKEEPING_STEPS = [
     (_runtime, "tool_span"),
     (_runtime, "finish_tool_span"),
     (_runtime, "_mark_error"),
-    (_exporter, "encode_request"),
+    (_exporter, "encode_line"),
     (_exporter.ToolsetStore, "offer"),
 ]
 

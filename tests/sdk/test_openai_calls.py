@@ -236,6 +236,45 @@ def test_abandoned_stream_still_ends_its_span(capture_dir, spans, replay):
     assert chat["attrs"]["evalshift.stream_incomplete"] is True
 
 
+def test_stream_read_through_its_iterator_alone_is_complete(capture_dir, spans, replay):
+    """``iter(stream)`` may outlive the stream object: dropping the stream must not end the
+    span while its iterator is still being read."""
+    server = replay("openai/chat_parallel_tool_calls_streaming.yaml")
+    stream = openai_client(server).chat.completions.create(**request_kwargs(server.interactions[0]))
+    chunks = iter(stream)
+    first = next(chunks)
+    del stream
+    gc.collect()
+    rest = list(chunks)
+    assert first.choices and rest
+    [chat] = spans("chat")
+    assert "evalshift.stream_incomplete" not in chat["attrs"]
+    args = [c["arguments"] for c in chat["attrs"]["evalshift.requested_tool_calls"]]
+    assert args == [{"location": "Seattle, WA"}, {"location": "San Francisco, CA"}]
+
+
+def test_stream_read_by_next_and_for_alike_folds_every_chunk_once(capture_dir, spans, replay):
+    server = replay("openai/chat_parallel_tool_calls_streaming.yaml")
+    stream = openai_client(server).chat.completions.create(**request_kwargs(server.interactions[0]))
+    head = [next(stream), next(stream)]
+    tail = list(stream)
+    assert len(head) + len(tail) > 2
+    [chat] = spans("chat")
+    assert "evalshift.stream_incomplete" not in chat["attrs"]
+    args = [c["arguments"] for c in chat["attrs"]["evalshift.requested_tool_calls"]]
+    assert args == [{"location": "Seattle, WA"}, {"location": "San Francisco, CA"}]
+
+
+def test_stream_iterator_dropped_half_read_ends_the_span_incomplete(capture_dir, spans, replay):
+    server = replay("openai/chat_parallel_tool_calls_streaming.yaml")
+    chunks = iter(openai_client(server).chat.completions.create(**request_kwargs(server.interactions[0])))
+    next(chunks)
+    del chunks
+    gc.collect()
+    [chat] = spans("chat")
+    assert chat["attrs"]["evalshift.stream_incomplete"] is True
+
+
 def test_closed_stream_ends_its_span_once(capture_dir, spans, replay):
     server = replay("openai/chat_parallel_tool_calls_streaming.yaml")
     stream = openai_client(server).chat.completions.create(**request_kwargs(server.interactions[0]))

@@ -250,6 +250,11 @@ def test_a_failing_hook_is_logged_without_the_data_it_was_given(tmp_path, caplog
      "POST /v1beta/models/m:generateContent?key=[REDACTED]&alt=sse"),
     ("api_key=abc123", "api_key=[REDACTED]"),
     ("key=AIzaSyA-1234567890abcdefghi", "key=[REDACTED]"),
+    # Header names match in any case, whatever the case of the rest of the text.
+    ("AuThOrIzAtIoN: s3cr3tvalue", "AuThOrIzAtIoN: [REDACTED]"),
+    ("x-API-kEy: abc123", "x-API-kEy: [REDACTED]"),
+    ("Api_kEY=zzz", "Api_kEY=[REDACTED]"),
+    ("lone surrogate \ud800 then api_key=abc123", "lone surrogate \ud800 then api_key=[REDACTED]"),
     # Ordinary text stays as it was.
     ("sort key=name, then sk-learn", "sort key=name, then sk-learn"),
     ("the bearer of bad news", "the bearer of bad news"),

@@ -263,6 +263,40 @@ def test_cluster_bootstrap_is_wider_when_clusters_move_together():
     assert clustered.high - clustered.low > 2 * (naive.high - naive.low)
 
 
+def _bootstrap_in_one_matrix(source, target, clusters, *, n_resamples, seed):
+    """The percentile bootstrap written plainly: every resample's units drawn in one matrix, float sums."""
+    d = np.asarray(target, dtype=float) - np.asarray(source, dtype=float)
+    if clusters is None:
+        sums, counts = d, np.ones(d.size)
+    else:
+        _, codes = np.unique([str(c) for c in clusters], return_inverse=True)
+        sums, counts = np.bincount(codes, weights=d), np.bincount(codes).astype(float)
+    gen = np.random.default_rng(seed)
+    idx = gen.integers(0, sums.size, size=(n_resamples, sums.size))
+    means = sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
+    tail = (1 - 0.95) / 2  # not quite 0.025 in floating point, as bootstrap_ci computes it
+    low, high = np.quantile(means, [tail, 1 - tail])
+    return float(low), float(high)
+
+
+@pytest.mark.parametrize("scores", ["0/1", "continuous", "thirds"])
+@pytest.mark.parametrize(("n", "cluster_size"), [(1201, None), (3, None), (1201, 7), (400, 150)])
+def test_bootstrap_interval_is_exactly_the_plain_one_matrix_one(scores, n, cluster_size):
+    # Chunking the index matrix, int32 indices and the small-integer sums of 0/1 scores are speed
+    # only: the interval is the plain algorithm's to the last bit (analysis.json is pinned).
+    rng = np.random.default_rng(n)
+    if scores == "0/1":
+        source, target = rng.integers(0, 2, n).astype(float), rng.integers(0, 2, n).astype(float)
+    elif scores == "thirds":
+        source, target = rng.integers(0, 4, n) / 3, rng.integers(0, 4, n) / 3
+    else:
+        source, target = rng.uniform(size=n), rng.uniform(size=n)
+    clusters = None if cluster_size is None else [i // cluster_size for i in range(n)]
+    ci = bootstrap_ci(source, target, clusters=clusters, n_resamples=450, rng=[7, n])
+    assert (ci.low, ci.high) == _bootstrap_in_one_matrix(source, target, clusters, n_resamples=450,
+                                                                  seed=[7, n])
+
+
 def test_required_examples_known_answer():
     # sd 0.5, drop 0.05, alpha 0.05, 80% power: (2.8016 * 10) ** 2 = 784.9 -> 785.
     z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
