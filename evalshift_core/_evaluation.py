@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from ._io import LineSpool, atomic_write_json, atomic_writer
-from ._parallel import in_halves
+from ._parallel import half, in_halves
 from ._progress import progress_bar, tracked
 from .analysis import Analysis, analyze
 from .analysis._headline import headline
@@ -85,10 +85,8 @@ def evaluate_rows(
         score_lines = (first, second)  # scores.jsonl, each half's lines in a spool of its own
 
         def first_pass(part: range) -> _Scored:
-            spool = writer.spools[0 if part.start == 0 else 1]
-            out = _Scored()
-            lines = score_lines[0 if part.start == 0 else 1]
-            with scoring_progress(len(part), None if part.start == 0 else False) as bar:
+            spool, lines, out = writer.spools[half(part)], score_lines[half(part)], _Scored()
+            with scoring_progress(len(part), None if half(part) == 0 else False) as bar:
                 for index, ((example, src, tgt, extra), handle) in zip(part, rows.part(part)):
                     bar.update(1)
                     scored = score(example, src, tgt, extra)
@@ -104,7 +102,7 @@ def evaluate_rows(
                         spool.add(index, example_row(example, src, tgt))
             out.spooled = spool.state()
             out.lines = lines.state()
-            if part.start:  # the forked half: its records travel as tuples
+            if half(part):  # the forked half: its records travel as tuples
                 out.records = pack_records(out.records)
             return out
 
@@ -138,9 +136,9 @@ def evaluate_rows(
         severity_of, regressed = severities(analysis), regressions_by_example(analysis)
 
         def second_pass(part: range) -> Any:
-            spool: RowSpool = writer.spools[0 if part.start == 0 else 1]
+            spool: RowSpool = writer.spools[half(part)]
             waiting = [later[i] for i in part]
-            for index, handle in tracked(waiting, len(waiting), "build report", unit="example") if part.start == 0 else waiting:
+            for index, handle in tracked(waiting, len(waiting), "build report", unit="example") if half(part) == 0 else waiting:
                 example, src, tgt, _ = rows.again(handle)
                 spool.add(index, example_row(example, src, tgt, regressed.get(example.id, ()), severity_of))
             return spool.state()

@@ -43,6 +43,11 @@ def _child(work: Callable[[range], T], part: range, conn: Any) -> None:
         conn.close()
 
 
+def half(part: range) -> int:
+    """Which half ``part`` is: 0 for the parent's (the one starting at 0), 1 for the forked one's."""
+    return 0 if part.start == 0 else 1
+
+
 def in_halves(work: Callable[[range], T], n: int, *, meanwhile: Callable[[], object] | None = None,
               share: float = 0.5) -> list[T]:
     """``work`` over examples ``[0, n)``: as one range, or as two halves with the second in a

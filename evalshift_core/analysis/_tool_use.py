@@ -152,10 +152,11 @@ class ToolUseTally:
 def tool_use(examples: Iterable[Example], calls: Iterable[Call]) -> ToolUse:
     """Count, per tool, the examples in which each side called it; only examples both sides
     answered count (a failed call leaves an example unmeasured)."""
-    by_key = {(c.example_id, c.role): c for c in calls if not c.repeat}  # the source's first replay
+    from ..store._rows import pair_rows
+
     tally = ToolUseTally()
-    for ex in examples:
-        tally.add(ex, by_key.get((ex.id, "source")), by_key.get((ex.id, "target")))
+    for ex, src, tgt, _ in pair_rows(examples, calls):  # the source's first replay, not its repeats
+        tally.add(ex, src, tgt)
     return tally.result()
 
 

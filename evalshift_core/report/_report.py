@@ -117,10 +117,6 @@ class ReportWriter:
         for spool in self.spools:
             spool.close()
 
-    def add(self, index: int, row: Mapping[str, Any]) -> None:
-        """One example's row into the first spool (:meth:`RowSpool.add`)."""
-        self.spools[0].add(index, row)
-
     @property
     def tally(self) -> RowTally:
         """What the rows spooled so far say as a whole."""
@@ -175,7 +171,7 @@ class ReportWriter:
 def render_run_report(base: str | os.PathLike[str], run_id: str) -> Path:
     """Rebuild ``report.json`` and ``report.html`` of a finished run from its files on disk,
     one example at a time."""
-    from .._parallel import in_halves
+    from .._parallel import half, in_halves
     from ..analysis import load_analysis
     from ..analysis._tool_use import ToolUseTally
     from ..evaluators import ScoreRecord
@@ -199,9 +195,9 @@ def render_run_report(base: str | os.PathLike[str], run_id: str) -> Path:
     with ReportWriter(run_dir, len(rows), spools=2) as writer:
 
         def rows_of(part: range) -> tuple[Any, ToolUseTally]:
-            spool, use = writer.spools[0 if part.start == 0 else 1], ToolUseTally()
+            spool, use = writer.spools[half(part)], ToolUseTally()
             items = rows.part(part)
-            if part.start == 0:
+            if half(part) == 0:
                 items = tracked(items, len(part), "build report", unit="example")
             for index, ((ex, src, tgt, _), _) in zip(part, items):
                 spool.add(index, example_row(ex, src, tgt, regressed.get(ex.id, ()), severity_of))

@@ -203,21 +203,25 @@ class SavedRows:
         place = self._at.get(key)
         if place is None:
             return None
-        return Call.model_validate_json(os.pread(self._raw, place % _SPAN, place // _SPAN))
+        try:
+            return Call.model_validate_json(os.pread(self._raw, place % _SPAN, place // _SPAN))
+        except ValidationError as exc:  # written.json matched, yet the line does not read back
+            raise validation_error(exc, file=str(self.run_dir / RAW_FILE)) from exc
 
     def again(self, handle: tuple[int, int]) -> Row:
         place, lineno = handle
-        example = self._example(os.pread(self._examples, place % _SPAN, place // _SPAN), lineno)
+        return self._row(os.pread(self._examples, place % _SPAN, place // _SPAN), lineno)
+
+    def _row(self, line: bytes, lineno: int) -> Row:
+        """An example's line read into its model, with its Call rows."""
+        try:
+            example = Example.model_validate_json(line, context=AS_WRITTEN)
+        except ValidationError as exc:  # written.json matched, yet the line does not read back
+            raise validation_error(exc, file=str(self.run_dir / EXAMPLES_FILE), line=lineno) from exc
         example_id = example.id
         extra = [self._call((example_id, "source", k)) for k in sorted(self._repeats.get(example_id, ()))]
         return (example, self._call((example_id, "source", 0)), self._call((example_id, "target", 0)),
                 [c for c in extra if c is not None])
-
-    def _example(self, line: bytes, lineno: int) -> Example:
-        try:
-            return Example.model_validate_json(line, context=AS_WRITTEN)
-        except ValidationError as exc:  # written.json matched, yet the line does not read back
-            raise validation_error(exc, file=str(self.run_dir / EXAMPLES_FILE), line=lineno) from exc
 
     def __iter__(self) -> Iterator[tuple[Row, tuple[int, int]]]:
         return self.part(range(self._count))
@@ -236,12 +240,7 @@ class SavedRows:
                     continue
                 if index >= indexes.stop:
                     return
-                example = self._example(line, lineno)
-                example_id = example.id
-                extra = [self._call((example_id, "source", k)) for k in sorted(self._repeats.get(example_id, ()))]
-                row = (example, self._call((example_id, "source", 0)), self._call((example_id, "target", 0)),
-                       [c for c in extra if c is not None])
-                yield row, (start * _SPAN + len(line), lineno)
+                yield self._row(line, lineno), (start * _SPAN + len(line), lineno)
 
     def dropped_params(self) -> dict[str, Counter[str]]:
         return self._dropped
@@ -292,6 +291,9 @@ def run_rows(base: str | os.PathLike[str], run_id: str) -> tuple[Manifest, Path,
     vouches for its files, else loaded whole by :func:`~._runs.load_run`, every row validated."""
     out = existing_run_dir(base, run_id)
     if written_intact(out):
-        return load_manifest(out), out, SavedRows(out)
+        try:
+            return load_manifest(out), out, SavedRows(out)
+        except (KeyError, TypeError, ValueError):  # a written.json that lies: read it row by row
+            pass
     manifest, examples, calls = load_run(base, run_id)
     return manifest, out, MemoryRows(examples, calls)

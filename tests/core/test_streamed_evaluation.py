@@ -209,3 +209,17 @@ def test_source_repeats_read_from_the_saved_run_score_as_in_memory(tmp_path: Pat
         outputs.append({name: (done.run_dir / name).read_bytes() for name in OUTPUTS})
     assert outputs[0] == outputs[1]
     assert b'"kind":"source_repeats"' in outputs[1]["scores.jsonl"]
+
+
+def test_a_written_json_that_vouches_for_bad_rows_still_gets_the_usual_message(tmp_path: Path) -> None:
+    """written.json is itself a file in the run folder: recomputed over rows that do not read
+    back, the rows are still read under validation and the bad one named."""
+    run_id = replicate_run(tmp_path, 20, seed=2)
+    run_dir = tmp_path / "runs" / run_id
+    lines = (run_dir / "raw.jsonl").read_bytes().splitlines(keepends=True)
+    lines[3] = b'{"role": "source"}\n'
+    (run_dir / "raw.jsonl").write_bytes(b"".join(lines))
+    record_written(run_dir)
+    assert written_intact(run_dir)
+    with pytest.raises(InputError, match=r"raw\.jsonl:4"):
+        evaluate_saved_run(run_id, config=Config(), base=tmp_path)
