@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
-from opentelemetry.trace import Link, Status, StatusCode
+from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
 from . import schema as A
 from ._guard import capture_internal_exceptions
@@ -29,6 +29,12 @@ from .schema import canonical_json, ref_filename
 logger = logging.getLogger("evalshift_sdk")
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+
+
+# OTLP's SpanKind is the API enum shifted by one; a dict lookup, where ``.value`` on an enum
+# member is a Python-level property call.
+_OTLP_KIND = {kind: int(kind.value) + 1 for kind in SpanKind}
+_STATUS_CODE = {code: int(code.value) for code in StatusCode}
 
 
 def _any_value(value: Any) -> dict[str, Any]:
@@ -75,11 +81,11 @@ def encode_span(span: ReadableSpan) -> dict[str, Any]:
         "traceId": format(trace_id, "032x"),
         "spanId": format(span_id, "016x"),
         "name": span.name,
-        "kind": int(span.kind.value) + 1,  # OTLP SpanKind is the API enum shifted by one
+        "kind": _OTLP_KIND[span.kind],
         "startTimeUnixNano": str(span.start_time or 0),
         "endTimeUnixNano": str(span.end_time or 0),
         "attributes": _attributes(span.attributes),
-        "status": {"code": int(status.status_code.value)},
+        "status": {"code": _STATUS_CODE[status.status_code]},
     }
     if parent_id is not None:
         out["parentSpanId"] = format(parent_id, "016x")
@@ -210,6 +216,7 @@ class JsonLinesSpanExporter(SpanExporter):
         self._pid = -1
         self._path: Path | None = None
         self._seq = 0
+        self._size = 0
         self._failed_once = False
 
     def _current_path(self) -> Path:
@@ -217,13 +224,28 @@ class JsonLinesSpanExporter(SpanExporter):
         if pid != self._pid or self._path is None:
             self._pid = pid
             self._seq = 0
+            self._size = 0
             stamp = time.strftime("%Y%m%dT%H%M%S")
             self._base = f"spans-{stamp}-{pid}"
             self._path = self.directory / f"{self._base}.jsonl"
-        elif self._path.exists() and self._path.stat().st_size >= self.max_bytes:
+        elif self._size >= self.max_bytes:
             self._seq += 1
+            self._size = 0
             self._path = self.directory / f"{self._base}.{self._seq}.jsonl"
         return self._path
+
+    def _append(self, line: bytes) -> None:
+        """Append ``line`` to the current file, creating the directory the first time (or
+        again, if it was removed); the file's size is read back from the write itself."""
+        path = self._current_path()
+        try:
+            fh = open(path, "ab")  # noqa: SIM115 - closed below, in both branches
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fh = open(path, "ab")  # noqa: SIM115
+        with fh:
+            fh.write(line)
+            self._size = fh.tell()
 
     def _write_sidecars(self, spans: Sequence[ReadableSpan]) -> None:
         for span in spans:
@@ -249,10 +271,8 @@ class JsonLinesSpanExporter(SpanExporter):
         try:
             line = encode_line(spans) + b"\n"
             with self._lock:
-                self.directory.mkdir(parents=True, exist_ok=True)
                 self._write_sidecars(spans)
-                with open(self._current_path(), "ab") as fh:
-                    fh.write(line)
+                self._append(line)
             return SpanExportResult.SUCCESS
         except Exception as exc:  # noqa: BLE001 - an exporter must never raise into the SDK
             if not self._failed_once:

@@ -134,14 +134,27 @@ class SpanQueue:
     ``on_end`` is the whole of the host's share: an append, and a wake-up once per batch.
     ``force_flush`` and ``shutdown`` export what is queued on the calling thread. A forked
     child starts with an empty queue and a thread of its own.
+
+    A host thread can keep the export thread from running at all: one that is always busy and
+    lets go of the GIL only for moments (an event loop with calls always in flight, a client
+    that never waits on a socket) wins it back each time before the export thread wakes, and
+    CPython then never forces a switch. The queue would fill and spans be dropped. So from
+    ``high_water`` spans waiting, the thread that queues one exports a batch itself: the host
+    pays for its own spans rather than lose them.
     """
 
-    def __init__(self, exporter: Any, *, max_batch: int = 64, delay_s: float = 1.0, max_queue: int = 16384) -> None:
+    def __init__(
+        self, exporter: Any, *, max_batch: int = 64, delay_s: float = 1.0, max_queue: int = 16384,
+        high_water: int = 1024,
+    ) -> None:
         self.exporter = exporter
         self.max_batch = max_batch
         self.delay_s = delay_s
         self.max_queue = max_queue
+        self.high_water = high_water
         self.dropped = 0
+        self.exported_by_host = 0
+        """Batches a host thread exported because the export thread was kept from running."""
         self._shutdown = False
         self._start()
         if hasattr(os, "register_at_fork"):
@@ -172,8 +185,12 @@ class SpanQueue:
                 logger.warning("evalshift_sdk: span queue full (%d spans), dropping spans", self.max_queue)
             return
         queue.append(span)
-        if len(queue) >= self.max_batch and not self._wake.is_set():
-            self._wake.set()
+        waiting = len(queue)
+        if waiting >= self.max_batch:
+            if waiting >= self.high_water:
+                self._export_one_batch()
+            elif not self._wake.is_set():
+                self._wake.set()
 
     def _run(self) -> None:
         while not self._shutdown:
@@ -182,19 +199,40 @@ class SpanQueue:
             if not self._shutdown:
                 self._export_queued()
 
+    def _take(self) -> list[Any]:
+        """Up to ``max_batch`` spans off the queue, which host threads may be taking from too."""
+        queue, batch = self._queue, []
+        try:
+            for _ in range(self.max_batch):
+                batch.append(queue.popleft())
+        except IndexError:
+            pass
+        return batch
+
     def _export_queued(self) -> None:
         with self._export_lock:
-            queue = self._queue
-            while queue:
-                batch = [queue.popleft() for _ in range(min(self.max_batch, len(queue)))]
-                # Whatever the exporters send over HTTP is not the host's traffic to trace.
-                token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
-                try:
-                    self.exporter.export(batch)
-                except Exception:  # noqa: BLE001 - the export thread must survive anything
-                    logger.debug("evalshift_sdk: export failed", exc_info=True)
-                finally:
-                    detach(token)
+            while batch := self._take():
+                self._export(batch)
+
+    def _export_one_batch(self) -> None:
+        """A batch exported on the host's thread, beside whatever the export thread is doing
+        (it may be holding the export lock while it waits for the GIL)."""
+        batch = self._take()
+        if batch:
+            self.exported_by_host += 1
+            if self.exported_by_host == 1:
+                logger.info("evalshift_sdk: the export thread is kept from running; exporting on the host's threads")
+            self._export(batch)
+
+    def _export(self, batch: list[Any]) -> None:
+        # Whatever the exporters send over HTTP is not the host's traffic to trace.
+        token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
+        try:
+            self.exporter.export(batch)
+        except Exception:  # noqa: BLE001 - the export must survive anything
+            logger.debug("evalshift_sdk: export failed", exc_info=True)
+        finally:
+            detach(token)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         self._export_queued()

@@ -238,21 +238,25 @@ def _expected_lines(metadata: Mapping[str, Any]) -> list[str]:
     return []
 
 
-def _diverged_rounds(source: Call | None, target: Call | None, regressions: list[dict[str, Any]]) -> list[int]:
+def _diverged_rounds(source: Call | None, target: Call | None, regressions: list[Mapping[str, Any]]) -> list[int]:
+    """Rounds whose tools differ between the sides, and those where a regressed record's
+    per-round scores dropped (``regressions``: each one's metadata); a record without
+    per-round scores counts as round 1."""
     traces = [c.trace for c in (source, target) if c is not None and c.trace is not None]
     rounds: set[int] = set()
     if source is not None and target is not None and source.trace is not None and target.trace is not None:
         for k in _round_numbers(*traces):
             if [c.tool_name for c in source.trace.round(k)] != [c.tool_name for c in target.trace.round(k)]:
                 rounds.add(k)
-    for r in regressions:
-        for entry in r.get("metadata", {}).get("rounds") or []:
+    for metadata in regressions:
+        per_round = metadata.get("rounds")
+        for entry in per_round if isinstance(per_round, list) else []:
             if not isinstance(entry, Mapping):
                 continue
             s, t = entry.get("source_score"), entry.get("target_score")
             if isinstance(s, (int, float)) and isinstance(t, (int, float)) and t < s:
                 rounds.add(int(entry.get("round") or 1))
-        if not r.get("metadata", {}).get("rounds"):
+        if not per_round:
             rounds.add(1)
     return sorted(rounds)
 
@@ -445,9 +449,10 @@ def example_row(
 ) -> dict[str, Any]:
     """One example's row of the report: what each side called and said, and its regressions
     (``severity_of`` gives each comparison's severity, by ``(evaluator, name, side)``)."""
-    regs = []
+    regs, metadata = [], []
     for r in regressions:
         md = r.metadata
+        metadata.append(md)
         entry: dict[str, Any] = {
             "evaluator": r.evaluator, "name": r.name, "side": r.side,
             "source_score": r.source_score, "target_score": r.target_score,
@@ -478,7 +483,7 @@ def example_row(
     traces = [c.trace for c in (src, tgt) if c is not None]
     if _is_multi_round(*traces):
         row["rounds"] = len(_round_numbers(*traces))
-        row["diverged_rounds"] = _diverged_rounds(src, tgt, regs)
+        row["diverged_rounds"] = _diverged_rounds(src, tgt, metadata)
     if any(r["kind"] == "trace" for r in regs):
         row["trace_diff"] = trace_diff(src.trace if src else None, tgt.trace if tgt else None)
     if any(r["kind"] == "text" for r in regs):

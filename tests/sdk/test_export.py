@@ -45,6 +45,23 @@ def test_files_rotate_by_size_and_every_line_parses(tmp_path):
     assert len(read_spans(tmp_path)) == 12
 
 
+def test_a_capture_directory_removed_while_the_host_runs_is_made_again(tmp_path):
+    import shutil
+
+    captures = tmp_path / "captures"
+    evalshift_sdk.init(captures, enabled=True)
+    try:
+        evalshift_sdk.record_tool("lookup_order", {"order_id": "A1"}, result=1)
+        evalshift_sdk.flush()
+        shutil.rmtree(captures)
+        evalshift_sdk.record_tool("lookup_order", {"order_id": "A2"}, result=2)
+        evalshift_sdk.flush()
+    finally:
+        evalshift_sdk.shutdown()
+    (span,) = read_spans(captures)
+    assert span["attrs"]["gen_ai.tool.call.arguments"] == {"order_id": "A2"}
+
+
 def test_flush_at_interpreter_exit(tmp_path):
     code = textwrap.dedent(
         f"""

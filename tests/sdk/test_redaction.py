@@ -153,6 +153,28 @@ def test_without_a_hook_the_sdk_still_strips_the_key_from_a_401(tmp_path, collec
     assert all(KEY.encode() not in body and b"0123456789abcdefXYZ" not in body for body in collector.bodies)
 
 
+def test_one_span_with_a_credential_in_a_batch_of_clean_ones(tmp_path, collector):
+    """The check runs on a batch's encoded line: the batch that could hold a credential is
+    scrubbed span by span, and only the span holding it changes, in the files and for the Collector."""
+    evalshift_sdk.init(tmp_path, enabled=True, otlp_endpoint=collector.endpoint)
+    try:
+        for i in range(20):
+            result = {"order": f"A{i}", "note": "sort key=name; the bearer of bad news"}
+            if i == 7:
+                result["debug"] = f"retrying with Authorization: Bearer {MARKER}abc123 and api_key={KEY}"
+            evalshift_sdk.record_tool("lookup_order", {"order_id": f"A{i}"}, result=result)
+        evalshift_sdk.flush()
+    finally:
+        evalshift_sdk.shutdown()
+    spans = read_spans(tmp_path)
+    results = {s["attrs"]["gen_ai.tool.call.arguments"]["order_id"]: s["attrs"]["gen_ai.tool.call.result"] for s in spans}
+    assert sorted(results) == sorted(f"A{i}" for i in range(20))
+    assert MARKER.encode() not in _everything_written(tmp_path)
+    assert collector.bodies and all(MARKER.encode() not in body for body in collector.bodies)
+    assert results.pop("A7")["debug"] == "retrying with Authorization: [REDACTED] and api_key=[REDACTED]"
+    assert all(v == {"order": k, "note": "sort key=name; the bearer of bad news"} for k, v in results.items())
+
+
 def _call(provider: str, sim: Any) -> None:
     if provider == "openai":
         import openai

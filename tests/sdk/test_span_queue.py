@@ -56,3 +56,29 @@ def test_after_shutdown_spans_are_ignored_and_shutdown_is_idempotent():
     queue.on_end("late")
     queue.shutdown()
     assert recorder.batches == [["kept"]]
+
+
+def test_a_host_that_keeps_the_export_thread_from_running_exports_batches_itself(caplog):
+    """An export thread stuck mid-export (as behind a GIL it never gets back) holds the export
+    lock; from high_water spans waiting, the host's thread exports a batch instead of dropping."""
+    release = threading.Event()
+
+    class Stalled(_Recorder):
+        def export(self, batch):
+            if threading.current_thread().name == "evalshift-export":
+                release.wait(10)
+            super().export(batch)
+
+    recorder = Stalled()
+    queue = SpanQueue(recorder, max_batch=8, delay_s=60, max_queue=64, high_water=32)
+    waiting = []
+    with caplog.at_level(logging.INFO, logger="evalshift_sdk"):
+        for i in range(500):
+            queue.on_end(i)
+            waiting.append(len(queue._queue))
+    release.set()
+    queue.shutdown()
+    assert sorted(span for batch in recorder.batches for span in batch) == list(range(500))
+    assert queue.dropped == 0 and max(waiting) < 32
+    assert queue.exported_by_host >= (500 - 32 - 8) // 8
+    assert sum("export thread is kept from running" in r.message for r in caplog.records) == 1

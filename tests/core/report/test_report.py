@@ -94,6 +94,20 @@ def test_multi_round_row_has_one_tools_line_per_round_and_round_prefixed_diff_it
     assert row["regressions"][0]["expected"] == ["Round 1: lookup_order", "Round 2: issue_refund", "Round 3: (no tools)"]
 
 
+def test_a_round_whose_arguments_regressed_is_the_round_the_row_diverged_in():
+    """Same tools every round, the refund's amount wrong in round 3: the round filter finds the
+    row under round 3 (the record's per-round scores), not round 1."""
+    ex = Example(id="e1", inputs={"input": "refund A1 $12"})
+    calls = [(1, "lookup_order", {"order_id": "A1"}), (2, "lookup_order", {"order_id": "A1"}),
+             (3, "issue_refund", {"order_id": "A1", "amount_usd": 12.0})]
+    src = _trace(calls, rounds=3, text="done")
+    tgt = _trace([*calls[:2], (3, "issue_refund", {"order_id": "A1", "amount_usd": 120.0})], rounds=3, text="done")
+    reg = _regression("e1", evaluator="tool_arguments", name="arguments", labels=["ARGUMENT_DRIFT"], metadata={
+        "rounds": [{"round": k, "source_score": 1.0, "target_score": 1.0 if k < 3 else 0.5} for k in (1, 2, 3)]})
+    row = build_report(_analysis([reg]), [ex], [_call("e1", "source", src), _call("e1", "target", tgt)], MANIFEST)["examples"][0]
+    assert row["diverged_rounds"] == [3]
+
+
 def test_trace_diff_aligns_calls_and_marks_changed_arguments():
     src = _trace([("lookup_order", {"order_id": "A1"}), ("issue_refund", {"amount_usd": 12.0})])
     tgt = _trace([("issue_refund", {"amount_usd": "12"}), ("notify_security_team", {})])
